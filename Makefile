@@ -1,0 +1,49 @@
+# The README's two commands: `make demo` and `make test`. Both set everything up first.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+TRITON_BASE_PORT ?= 18000
+export TRITON_BASE_PORT
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: demo test setup system lint format migrate clean
+
+demo: migrate
+	@$(BIN)/python manage.py demo_setup --port $(PORT) --triton-base-port $(TRITON_BASE_PORT)
+	@PORT=$(PORT) $(BIN)/honcho -f Procfile.demo start
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+setup: system $(VENV)/.installed node_modules/.installed
+
+system:
+	@bash scripts/setup_system.sh
+
+$(VENV)/.installed: requirements.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
+	  { echo "Switchyard needs Python 3.11 (found $$($(PYTHON) --version)); set PYTHON=/path/to/python3.11"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -r requirements.txt
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+migrate: setup
+	$(BIN)/python manage.py migrate --noinput
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format:
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) node_modules var staticfiles .pytest_cache .ruff_cache

@@ -1,0 +1,19 @@
+from django.db import migrations
+
+ROLE_GROUPS = ("algorithm", "release-managers", "managers")
+
+
+def create_groups(apps, schema_editor):
+    Group = apps.get_model("auth", "Group")
+    for name in ROLE_GROUPS:
+        Group.objects.get_or_create(name=name)
+
+
+def delete_groups(apps, schema_editor):
+    Group = apps.get_model("auth", "Group")
+    Group.objects.filter(name__in=ROLE_GROUPS).delete()
+
+
+class Migration(migrations.Migration):
+    dependencies = [("auth", "0012_alter_user_first_name_max_length")]
+    operations = [migrations.RunPython(create_groups, delete_groups)]

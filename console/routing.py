@@ -1,0 +1,7 @@
+from django.urls import path
+
+from console.consumers import SystemConsumer
+
+websocket_urlpatterns = [
+    path("ws/system/", SystemConsumer.as_asgi()),
+]

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from console import views
+
+app_name = "console"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("health/panel/", views.health_panel, name="health-panel"),
+]

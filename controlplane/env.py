@@ -1,0 +1,17 @@
+"""Configuration read from environment variables (12-factor); every default is local-only."""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/switchyard"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def var_dir() -> Path:
+    """Where runtime state lives (Triton repositories, logs, nginx prefix, artifacts)."""
+    return Path(env.str("SWITCHYARD_VAR_DIR", default=str(BASE_DIR / "var")))

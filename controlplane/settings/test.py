@@ -1,0 +1,24 @@
+"""pytest: real PostgreSQL and Redis, isolated from the demo by Redis db and prefixes."""
+
+from controlplane.env import env
+
+from .base import *  # noqa: F403
+
+# Tests use their own Redis database so a running demo's worker never answers them.
+REDIS_URL = env.str("TEST_REDIS_URL", default="redis://127.0.0.1:6379/9")
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": "switchyard-test"},
+    }
+}
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="switchyard-test")
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+SWITCHYARD_VAR_DIR = BASE_DIR / "var" / "test"  # noqa: F405
+
+# Static files come straight from the finders (WhiteNoise autorefresh); no collectstatic.
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

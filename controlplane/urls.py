@@ -1,0 +1,21 @@
+"""URL map: the console pages, the REST API under /api/v1/, the schema, health."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from console.health_views import healthz
+
+api_v1 = [
+    path("", include("accounts.urls_api")),
+    path("", include("models_registry.urls_api")),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("", include("accounts.urls")),
+    path("", include("console.urls")),
+]

@@ -1,0 +1,365 @@
+"""Start and stop real `tritonserver` processes from the installed nvidia-pytriton wheel.
+
+Used by `manage.py triton_local`, `make demo` and the pytest session fixture. Plain Python,
+no Django. Facts this relies on are in ../shared/TRITON.md §0 and STACK_NOTES.md:
+
+* the python backend stub embeds the first `python3` on PATH (PYTHONPATH is ignored), so
+  this interpreter's bin folder goes first on PATH;
+* a pyenv-built Python needs its lib folder on LD_LIBRARY_PATH, or python models pick up
+  the system libpython;
+* the wheel ships stubs per Python version; the one matching this interpreter is copied
+  into a backends folder of our own (the package's own folder stays untouched).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib import util as importlib_util
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+
+
+class TritonLaunchError(RuntimeError):
+    """A node could not be started; the message says what and how to fix it."""
+
+
+@dataclass(frozen=True)
+class TritonInstallation:
+    """Where the wheel put the server binary, its backends and the python stubs."""
+
+    root: Path
+
+    @property
+    def binary(self) -> Path:
+        return self.root / "bin" / "tritonserver"
+
+    @property
+    def python_backend(self) -> Path:
+        return self.root / "backends" / "python"
+
+    @property
+    def bundled_libs(self) -> Path:
+        """The wheel's shared libraries (libcudart and friends) that the stub links to."""
+        return self.root.parent.parent / "nvidia_pytriton.libs"
+
+    def stub_for(self, version: str) -> Path:
+        return self.root / "python_backend_stubs" / version / "triton_python_backend_stub"
+
+
+def find_installation() -> TritonInstallation:
+    """Locate tritonserver inside the installed nvidia-pytriton package, or explain."""
+    spec = importlib_util.find_spec("pytriton")
+    if spec is None or not spec.submodule_search_locations:
+        raise TritonLaunchError(
+            "nvidia-pytriton is not installed in this Python; run `make venv` "
+            "(or `pip install -r requirements.txt`)."
+        )
+    root = Path(next(iter(spec.submodule_search_locations))) / "tritonserver"
+    install = TritonInstallation(root)
+    if not install.binary.is_file():
+        raise TritonLaunchError(f"tritonserver binary not found at {install.binary}.")
+    return install
+
+
+def prepare_backends(install: TritonInstallation, work_dir: Path) -> Path:
+    """A backends folder whose python backend has the stub for this interpreter."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    stub = install.stub_for(version)
+    if not stub.is_file():
+        raise TritonLaunchError(
+            f"nvidia-pytriton has no python backend stub for Python {version}; "
+            "use a Python it supports (3.8-3.13)."
+        )
+    target = work_dir / "backends" / "python"
+    target.mkdir(parents=True, exist_ok=True)
+    # Links, not copies: the stub and backend find their bundled libraries via $ORIGIN.
+    for source in (*install.python_backend.iterdir(), stub):
+        if source.is_file():
+            dest = target / source.name
+            if dest.is_symlink() or dest.exists():
+                dest.unlink()
+            dest.symlink_to(source)
+    return target.parent
+
+
+def server_environment(install: TritonInstallation) -> dict[str, str]:
+    """Environment for tritonserver so python models run with this interpreter's packages."""
+    env = dict(os.environ)
+    bin_dir = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
+    libdirs = [
+        sysconfig.get_config_var("LIBDIR"),
+        str(install.bundled_libs),
+        env.get("LD_LIBRARY_PATH"),
+    ]
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in libdirs if p)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports the kernel says are free right now on the loopback."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((LOOPBACK, 0))
+            sockets.append(sock)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _die_with_parent() -> None:
+    """In the child: start a new session and get SIGTERM if the launcher dies (Linux)."""
+    os.setsid()
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class LocalNode:
+    """One running tritonserver: its ports, repository, log and process."""
+
+    name: str
+    http_port: int
+    grpc_port: int
+    metrics_port: int
+    repository: Path
+    log_path: Path
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"{LOOPBACK}:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.metrics_port}/metrics"
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log written)"
+        return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def is_live(self, timeout_s: float = 1.0) -> bool:
+        """True when GET /v2/health/live answers 200."""
+        return self._answers_200("/v2/health/live", timeout_s)
+
+    def is_ready(self, timeout_s: float = 1.0) -> bool:
+        """True when GET /v2/health/ready answers 200 (flaps during unloads: TRITON.md §2.6)."""
+        return self._answers_200("/v2/health/ready", timeout_s)
+
+    def _answers_200(self, path: str, timeout_s: float) -> bool:
+        conn = http.client.HTTPConnection(LOOPBACK, self.http_port, timeout=timeout_s)
+        try:
+            conn.request("GET", path)
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """SIGTERM the node's process group (server and python stubs), SIGKILL if it lingers."""
+        proc = self.process
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        # Python stubs are in the same group; make sure none outlive the server.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        self.process = None
+
+
+@dataclass
+class LocalCluster:
+    """N local nodes; a context manager that always stops them."""
+
+    nodes: list[LocalNode]
+    work_dir: Path
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __iter__(self) -> Iterator[LocalNode]:
+        return iter(self.nodes)
+
+
+def server_args(
+    node: LocalNode, backends_dir: Path, *, metrics_interval_ms: int, extra: Sequence[str]
+) -> list[str]:
+    """The command line of one node: explicit control, loopback only, p99 summaries on."""
+    return [
+        f"--model-repository={node.repository}",
+        f"--backend-directory={backends_dir}",
+        "--model-control-mode=explicit",
+        "--disable-auto-complete-config",
+        f"--http-address={LOOPBACK}",
+        f"--http-port={node.http_port}",
+        f"--grpc-address={LOOPBACK}",
+        f"--grpc-port={node.grpc_port}",
+        f"--metrics-address={LOOPBACK}",
+        f"--metrics-port={node.metrics_port}",
+        "--metrics-config=summary_latencies=true",
+        f"--metrics-interval-ms={metrics_interval_ms}",
+        "--exit-timeout-secs=5",
+        "--log-verbose=0",
+        *extra,
+    ]
+
+
+def _wait_until_ready(node: LocalNode, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if not node.is_running():
+            code = node.process.returncode if node.process else "?"
+            raise TritonLaunchError(
+                f"Triton node '{node.name}' exited during start (exit code {code}); "
+                f"log {node.log_path}:\n{node.log_tail()}"
+            )
+        if node.is_ready(timeout_s=0.5):
+            return
+        time.sleep(0.1)
+    raise TritonLaunchError(
+        f"Triton node '{node.name}' did not become ready within the start timeout; "
+        f"log {node.log_path}:\n{node.log_tail()}"
+    )
+
+
+def _plan_nodes(count: int, work_dir: Path, base_port: int | None, prefix: str) -> list[LocalNode]:
+    if base_port is None:
+        ports = free_ports(3 * count)
+    else:
+        ports = list(range(base_port, base_port + 3 * count))
+        busy = [p for p in ports if not port_is_free(p)]
+        if busy:
+            raise TritonLaunchError(
+                f"Port {busy[0]} is already in use on {LOOPBACK}: choose another base port "
+                "or stop the process that holds it."
+            )
+    nodes = []
+    for i in range(count):
+        name = f"{prefix}{i + 1}"
+        repo = work_dir / name / "repository"
+        repo.mkdir(parents=True, exist_ok=True)
+        nodes.append(
+            LocalNode(
+                name=name,
+                http_port=ports[3 * i],
+                grpc_port=ports[3 * i + 1],
+                metrics_port=ports[3 * i + 2],
+                repository=repo,
+                log_path=work_dir / name / "tritonserver.log",
+            )
+        )
+    return nodes
+
+
+def start_node(
+    node: LocalNode,
+    *,
+    install: TritonInstallation,
+    backends_dir: Path,
+    metrics_interval_ms: int = 2000,
+    extra_args: Sequence[str] = (),
+) -> None:
+    """Spawn one node's process (returns at once; see start_cluster for readiness)."""
+    node.log_path.parent.mkdir(parents=True, exist_ok=True)
+    args = server_args(
+        node, backends_dir, metrics_interval_ms=metrics_interval_ms, extra=extra_args
+    )
+    with open(node.log_path, "ab") as log:
+        node.process = subprocess.Popen(
+            [str(install.binary), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=server_environment(install),
+            cwd=node.log_path.parent,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads spawned before exec
+        )
+
+
+def start_cluster(
+    count: int,
+    work_dir: Path,
+    *,
+    base_port: int | None = None,
+    name_prefix: str = "node",
+    metrics_interval_ms: int = 2000,
+    start_timeout_s: float = 90.0,
+    extra_args: Sequence[str] = (),
+) -> LocalCluster:
+    """Start `count` nodes in parallel and wait until each is ready; on failure stop them all."""
+    if count < 1:
+        raise TritonLaunchError("A local cluster needs at least one node.")
+    work_dir = Path(work_dir).resolve()
+    install = find_installation()
+    backends_dir = prepare_backends(install, work_dir)
+    cluster = LocalCluster(
+        nodes=_plan_nodes(count, work_dir, base_port, name_prefix), work_dir=work_dir
+    )
+    try:
+        for node in cluster.nodes:
+            start_node(
+                node,
+                install=install,
+                backends_dir=backends_dir,
+                metrics_interval_ms=metrics_interval_ms,
+                extra_args=extra_args,
+            )
+        deadline = time.monotonic() + start_timeout_s
+        for node in cluster.nodes:
+            _wait_until_ready(node, deadline)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster

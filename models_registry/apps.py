@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class ModelsRegistryConfig(AppConfig):
+    name = "models_registry"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# System set-up shared by `make demo` and `make test`: Debian packages the project needs,
+# PostgreSQL and Redis running on 127.0.0.1, and the default database. Idempotent.
+set -euo pipefail
+
+say() { printf 'setup: %s\n' "$*"; }
+fail() { printf 'setup: %s\n' "$*" >&2; exit 1; }
+
+missing=()
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || missing+=(nginx)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v pg_ctlcluster >/dev/null 2>&1 || missing+=(postgresql)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || fail "missing Debian packages: ${missing[*]}; install them as root with: apt-get install ${missing[*]}"
+    sudo=sudo
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null \
+    || fail "apt-get could not install ${missing[*]}; run it by hand to see why."
+fi
+
+# PostgreSQL on 127.0.0.1:5432 (trust auth on these machines; see README for others).
+if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
+  version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$version" ] || fail "PostgreSQL is installed but has no cluster; create one with: pg_createcluster 15 main"
+  say "starting PostgreSQL $version"
+  pg_ctlcluster --skip-systemctl-redirect "$version" main start >/dev/null 2>&1 \
+    || pg_ctlcluster "$version" main start >/dev/null 2>&1 || true
+  for _ in $(seq 1 40); do pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null && break; sleep 0.5; done
+  pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null \
+    || fail "PostgreSQL does not answer on 127.0.0.1:5432; start it (pg_ctlcluster $version main start) or set DATABASE_URL."
+fi
+
+# Redis on 127.0.0.1:6379 (Celery broker and channel layer; nothing kept on disk).
+if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+  say "starting Redis"
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+    --dir /tmp --logfile "" >/dev/null 2>&1 || true
+  for _ in $(seq 1 20); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.25; done
+  redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 \
+    || fail "Redis does not answer on 127.0.0.1:6379; start it (redis-server) or set REDIS_URL."
+fi
+
+# The default database (only when DATABASE_URL is not set: a custom one is the user's).
+if [ -z "${DATABASE_URL:-}" ]; then
+  if ! psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='switchyard'" 2>/dev/null | grep -q 1; then
+    say "creating database switchyard"
+    createdb -h 127.0.0.1 -U postgres switchyard \
+      || fail "could not create database 'switchyard' as user postgres on 127.0.0.1; create it or set DATABASE_URL."
+  fi
+fi

@@ -1,0 +1,239 @@
+"""Fixtures that start real parts: Triton nodes, a Celery worker, a daphne server.
+
+Every process a fixture starts is stopped by it, also when the test fails.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+# Playwright's sync API keeps an event loop running in the test thread (STACK_NOTES.md).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+
+
+def database_url() -> str:
+    """The URL of the database the tests use now (pytest-django's test database)."""
+    db = settings.DATABASES["default"]
+    user = db.get("USER") or ""
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    host = db.get("HOST") or "127.0.0.1"
+    port = db.get("PORT") or 5432
+    return f"postgres://{auth}{host}:{port}/{db['NAME']}"
+
+
+def child_environment(**extra: str) -> dict[str, str]:
+    """Environment for a child Django process bound to the test database and Redis db."""
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="controlplane.settings.test",
+        DATABASE_URL=database_url(),
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+    return env
+
+
+def in_thread(fn, *args, **kwargs):
+    """Run fn in a fresh thread: Playwright's loop may own this one (STACK_NOTES.md)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(fn, *args, **kwargs).result(timeout=30)
+
+
+def stop_process(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def wait_for(predicate, *, timeout_s: float, what: str, proc=None, log: Path | None = None):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-3000:] if log else ""
+            raise RuntimeError(f"{what}: process exited with {proc.returncode}\n{tail}")
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    tail = log.read_text(errors="replace")[-3000:] if log else ""
+    raise RuntimeError(f"{what}: not ready after {timeout_s} s\n{tail}")
+
+
+# ---------------------------------------------------------------- Triton
+
+
+@pytest.fixture(scope="session")
+def triton_cluster(tmp_path_factory):
+    """Two real tritonserver nodes (explicit mode, free ports), stopped at session end."""
+    from integrations.triton.local import start_cluster
+
+    work = tmp_path_factory.mktemp("triton")
+    cluster = start_cluster(2, work, metrics_interval_ms=1000)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+# ---------------------------------------------------------------- Celery
+
+
+class WorkerHandle:
+    def __init__(self, proc: subprocess.Popen, queue: str, hostname: str, log: Path):
+        self.proc, self.queue, self.hostname, self.log = proc, queue, hostname, log
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+
+
+@pytest.fixture
+def celery_worker(transactional_db, tmp_path):
+    """A real Celery worker process on its own queue, reading the test database."""
+    from controlplane.celery import app
+
+    queue = f"test-{uuid.uuid4().hex[:10]}"
+    hostname = f"{queue}@localhost"
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "controlplane",
+                "worker",
+                "--pool=solo",
+                "--concurrency=1",
+                "--without-gossip",
+                "--without-mingle",
+                "-Q",
+                queue,
+                "-n",
+                hostname,
+                "--loglevel=INFO",
+            ],
+            cwd=ROOT,
+            env=child_environment(CELERY_QUEUE=queue),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    handle = WorkerHandle(proc, queue, hostname, log)
+    try:
+        wait_for(
+            lambda: app.control.ping(destination=[hostname], timeout=0.5),
+            timeout_s=60,
+            what="celery worker",
+            proc=proc,
+            log=log,
+        )
+        yield handle
+    finally:
+        handle.stop()
+
+
+# ---------------------------------------------------------------- ASGI server
+
+
+@pytest.fixture
+def daphne_server(transactional_db, tmp_path):
+    """The real ASGI app (HTTP + websockets) served by daphne on a free port."""
+    from integrations.triton.local import free_ports
+
+    (port,) = free_ports(1)
+    log = tmp_path / "daphne.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "controlplane.asgi:application",
+            ],
+            cwd=ROOT,
+            env=child_environment(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        import http.client
+
+        def answers() -> bool:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            try:
+                conn.request("GET", "/login/")
+                return conn.getresponse().status == 200
+            except OSError:
+                return False
+            finally:
+                conn.close()
+
+        wait_for(answers, timeout_s=30, what="daphne", proc=proc, log=log)
+        yield f"127.0.0.1:{port}"
+    finally:
+        stop_process(proc)
+
+
+# ---------------------------------------------------------------- users
+
+
+@pytest.fixture
+def make_user(django_user_model):
+    """make_user("ada", role="algorithm") -> a user with that group and password 'pw-<name>'."""
+    from django.contrib.auth.models import Group
+
+    def _make(username: str, *, role: str | None = None, superuser: bool = False):
+        user = django_user_model.objects.create_user(
+            username=username,
+            password=f"pw-{username}",
+            is_superuser=superuser,
+            is_staff=superuser,
+        )
+        if role:
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
+        return user
+
+    return _make
+
+
+# ---------------------------------------------------------------- browser
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """Debian's Chromium; Playwright never downloads a browser here."""
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        pytest.fail("Chromium is not installed: run `make test` (it installs Debian's chromium).")
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    }

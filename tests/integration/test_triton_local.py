@@ -1,0 +1,157 @@
+"""The local Triton launcher against the real tritonserver binary from nvidia-pytriton."""
+
+import os
+import socket
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+from integrations.triton.local import TritonLaunchError, start_cluster
+from tests.exampledata import EXAMPLES, example_config_json, example_files
+
+pytestmark = pytest.mark.triton
+
+
+def _load(node, model: str, *, name: str, version: int) -> None:
+    client = grpcclient.InferenceServerClient(node.grpc_url)
+    try:
+        client.load_model(
+            name,
+            config=example_config_json(model, name=name, versions=[version]),
+            files=example_files(model, version),
+            client_timeout=60,
+        )
+    finally:
+        client.close()
+
+
+def _http(node) -> httpclient.InferenceServerClient:
+    return httpclient.InferenceServerClient(
+        node.http_url.removeprefix("http://"), network_timeout=30
+    )
+
+
+def _risk_request(features: np.ndarray) -> list:
+    tensor = httpclient.InferInput("FEATURES", list(features.shape), "FP32")
+    tensor.set_data_from_numpy(features.astype(np.float32))
+    return [tensor]
+
+
+def _expected_v2(features: np.ndarray) -> np.ndarray:
+    w = np.load(EXAMPLES / "risk_score" / "2" / "weights.npz")
+    hidden = np.maximum(features @ w["w1"] + w["b1"], 0.0)
+    return 1.0 / (1.0 + np.exp(-(hidden @ w["w2"] + w["b2"])))
+
+
+def test_two_nodes_start_and_serve_the_example_model_on_each(triton_cluster):
+    assert len(triton_cluster.nodes) == 2
+    features = np.random.default_rng(7).normal(size=(3, 128)).astype(np.float32)
+    for node in triton_cluster.nodes:
+        assert node.is_live() and node.is_ready()
+        _load(node, "risk_score", name="risk_score_t1", version=2)
+        client = _http(node)
+        try:
+            assert client.get_server_metadata()["version"] == "2.51.0"
+            result = client.infer("risk_score_t1", _risk_request(features))
+            assert result.get_response()["model_version"] == "2"
+            scores = result.as_numpy("SCORE")
+            assert scores.shape == (3, 1)
+            np.testing.assert_allclose(scores[:, 0], _expected_v2(features), rtol=1e-5)
+            client.unload_model("risk_score_t1")
+        finally:
+            client.close()
+
+
+def test_faulty_variant_fails_the_requests_its_bug_hits_and_triton_counts_them(triton_cluster):
+    node = triton_cluster.nodes[0]
+    _load(node, "risk_score", name="risk_score_faulty_t", version=3)
+    rows = np.random.default_rng(11).normal(size=(60, 128)).astype(np.float32)
+    expected_failures = int((rows[:, 0] > 0.8).sum())
+    assert 0 < expected_failures < 30
+    client = _http(node)
+    try:
+        failures = 0
+        for row in rows:
+            try:
+                client.infer("risk_score_faulty_t", _risk_request(row[None, :]))
+            except Exception as exc:  # tritonclient raises InferenceServerException
+                assert "non-finite risk score" in str(exc)
+                failures += 1
+        assert failures == expected_failures
+        stats = client.get_inference_statistics("risk_score_faulty_t")["model_stats"][0]
+        assert int(stats["inference_stats"]["fail"]["count"]) == expected_failures
+        client.unload_model("risk_score_faulty_t")
+    finally:
+        client.close()
+
+
+def test_slow_variant_scores_like_v2(triton_cluster):
+    node = triton_cluster.nodes[1]
+    _load(node, "risk_score", name="risk_score_slow_t", version=4)
+    features = np.random.default_rng(3).normal(size=(2, 128)).astype(np.float32)
+    client = _http(node)
+    try:
+        scores = client.infer("risk_score_slow_t", _risk_request(features)).as_numpy("SCORE")
+        np.testing.assert_allclose(scores[:, 0], _expected_v2(features), atol=0.02)
+        client.unload_model("risk_score_slow_t")
+    finally:
+        client.close()
+
+
+def test_text_model_labels_tickets(triton_cluster):
+    node = triton_cluster.nodes[1]
+    _load(node, "ticket_router", name="ticket_router_t", version=1)
+    texts = np.array(
+        [
+            [b"I was charged twice for my subscription"],
+            [b"the app crashes with an error"],
+            [b"cannot login, password reset email never came"],
+        ],
+        dtype=np.object_,
+    )
+    tensor = httpclient.InferInput("TEXT", [3, 1], "BYTES")
+    tensor.set_data_from_numpy(texts)
+    client = _http(node)
+    try:
+        result = client.infer("ticket_router_t", [tensor])
+        labels = [x.decode() for x in result.as_numpy("LABEL").reshape(-1)]
+        assert labels == ["billing", "technical", "account"]
+        assert np.all(result.as_numpy("CONFIDENCE") > 0.5)
+        client.unload_model("ticket_router_t")
+    finally:
+        client.close()
+
+
+def test_port_in_use_is_one_clear_sentence(tmp_path):
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        with pytest.raises(TritonLaunchError) as err:
+            start_cluster(1, tmp_path, base_port=port)
+        assert str(err.value).startswith(f"Port {port} is already in use on 127.0.0.1")
+    finally:
+        holder.close()
+
+
+def test_node_that_fails_to_start_reports_its_log_tail_and_leaves_nothing(tmp_path):
+    with pytest.raises(TritonLaunchError) as err:
+        start_cluster(
+            1, tmp_path, extra_args=["--model-repository=/nonexistent/repo"], start_timeout_s=60
+        )
+    message = str(err.value)
+    assert "Triton node 'node1' exited during start" in message
+    assert "/nonexistent/repo" in message  # the log tail names the cause
+
+
+def test_stop_leaves_no_processes(tmp_path):
+    cluster = start_cluster(1, tmp_path)
+    node = cluster.nodes[0]
+    _load(node, "risk_score", name="risk_score_stop_t", version=1)
+    pgid = node.process.pid
+    cluster.stop()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)  # neither the server nor a python stub is left
