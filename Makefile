@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 demo: migrate
 	@$(BIN)/python manage.py demo_setup --port $(PORT) --triton-base-port $(TRITON_BASE_PORT)
-	@PORT=$(PORT) $(BIN)/honcho -f Procfile.demo start
+	@SWITCHYARD_PORT=$(PORT) $(BIN)/honcho -f Procfile.demo start
 
 test: setup
 	$(BIN)/ruff check .
