@@ -1,14 +1,28 @@
-"""Registry REST resources (API.md, Registry)."""
+"""Registry REST resources (API.md, Registry). Thin: one service or selector per method."""
 
-from django.core.exceptions import ValidationError as DjangoValidationError
+from django.conf import settings
+from django.http import FileResponse, Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import AlgorithmWrites
-from models_registry.selectors import team_list
-from models_registry.services import RegistryError, team_create
+from models_registry import selectors, services
+from models_registry.downloads import version_archive
+from models_registry.services import Provenance, RegistryError
+
+
+def _refused(exc: RegistryError, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
+    return Response({"errors": exc.errors}, status=code)
+
+
+def _model_or_404(name: str):
+    model = selectors.model_get(name=name)
+    if model is None:
+        raise Http404(f"No model named '{name}'.")
+    return model
 
 
 class TeamOutputSerializer(serializers.Serializer):
@@ -26,20 +40,229 @@ class TeamListCreateApi(APIView):
 
     @extend_schema(responses={200: TeamOutputSerializer(many=True)})
     def get(self, request):
-        return Response(TeamOutputSerializer(team_list(), many=True).data)
+        return Response(TeamOutputSerializer(selectors.team_list(), many=True).data)
 
     @extend_schema(request=InputSerializer, responses={201: TeamOutputSerializer})
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            team = team_create(name=data.validated_data["name"], actor=request.user)
+            team = services.team_create(name=data.validated_data["name"], actor=request.user)
         except RegistryError as exc:
+            return _refused(exc)
+        return Response(TeamOutputSerializer(team).data, status=status.HTTP_201_CREATED)
+
+
+class SlaSerializer(serializers.Serializer):
+    p99_latency_ms = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    min_success_rate = serializers.FloatField(
+        required=False, allow_null=True, min_value=0, max_value=100
+    )
+    max_queue_ms = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    min_throughput_rps = serializers.FloatField(required=False, allow_null=True, min_value=0)
+
+
+class ModelOutputSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    team = serializers.CharField(source="team.name")
+    description = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    sla = SlaSerializer()
+    aliases = serializers.SerializerMethodField()
+    next_version = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    def get_aliases(self, obj) -> dict:
+        return {alias.name: alias.version.version for alias in obj.aliases.all()}
+
+
+class ModelListCreateApi(APIView):
+    """GET (search, team, tag filters), POST /api/v1/models/."""
+
+    permission_classes = [AlgorithmWrites]
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=128)
+        team = serializers.CharField()
+        description = serializers.CharField(required=False, allow_blank=True, default="")
+        tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
+        sla = SlaSerializer(required=False)
+
+    @extend_schema(responses={200: ModelOutputSerializer(many=True)})
+    def get(self, request):
+        q = request.query_params
+        models = selectors.model_list(
+            search=q.get("search", ""), team=q.get("team", ""), tag=q.get("tag", "")
+        )
+        return Response(ModelOutputSerializer(models, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: ModelOutputSerializer})
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            model = services.model_create(actor=request.user, **data.validated_data)
+        except RegistryError as exc:
+            return _refused(exc)
+        return Response(
+            ModelOutputSerializer(selectors.model_get(name=model.name)).data,
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class ModelDetailApi(APIView):
+    """GET, PATCH /api/v1/models/{name}/ (description, tags, team, sla)."""
+
+    permission_classes = [AlgorithmWrites]
+
+    class InputSerializer(serializers.Serializer):
+        team = serializers.CharField(required=False)
+        description = serializers.CharField(required=False, allow_blank=True)
+        tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
+        sla = SlaSerializer(required=False)
+
+    @extend_schema(responses={200: ModelOutputSerializer})
+    def get(self, request, name):
+        return Response(ModelOutputSerializer(_model_or_404(name)).data)
+
+    @extend_schema(request=InputSerializer, responses={200: ModelOutputSerializer})
+    def patch(self, request, name):
+        model = _model_or_404(name)
+        data = self.InputSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        try:
+            services.model_update(model=model, actor=request.user, **data.validated_data)
+        except RegistryError as exc:
+            return _refused(exc)
+        return Response(ModelOutputSerializer(selectors.model_get(name=name)).data)
+
+
+class VersionSummarySerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    label = serializers.CharField()
+    digest = serializers.CharField()
+    status = serializers.CharField()
+    validation = serializers.JSONField()
+    size_bytes = serializers.IntegerField()
+    aliases = serializers.SerializerMethodField()
+    created_by = serializers.CharField(source="created_by.username", default=None)
+    created_at = serializers.DateTimeField()
+
+    def get_aliases(self, obj) -> list[str]:
+        return sorted(alias.name for alias in obj.aliases.all())
+
+
+class VersionDetailSerializer(VersionSummarySerializer):
+    model = serializers.CharField(source="model.name")
+    config = serializers.SerializerMethodField()
+    files = serializers.JSONField(source="manifest")
+    provenance = serializers.SerializerMethodField()
+
+    def get_config(self, obj) -> dict:
+        return {"text": obj.config_text, "parsed": obj.config_json}
+
+    def get_provenance(self, obj) -> dict:
+        return {
+            "source_commit": obj.source_commit,
+            "training_run_url": obj.training_run_url,
+            "notes": obj.notes,
+        }
+
+
+class VersionListCreateApi(APIView):
+    """GET /api/v1/models/{name}/versions/ (newest first); POST a multipart `archive`."""
+
+    permission_classes = [AlgorithmWrites]
+    parser_classes = [MultiPartParser, FormParser]
+
+    class InputSerializer(serializers.Serializer):
+        archive = serializers.FileField()
+        label = serializers.CharField(required=False, allow_blank=True, max_length=100)
+        notes = serializers.CharField(required=False, allow_blank=True)
+        source_commit = serializers.CharField(required=False, allow_blank=True, max_length=100)
+        training_run_url = serializers.URLField(required=False, allow_blank=True, max_length=500)
+
+    @extend_schema(responses={200: VersionSummarySerializer(many=True)})
+    def get(self, request, name):
+        versions = selectors.model_versions(model=_model_or_404(name))
+        return Response(VersionSummarySerializer(versions, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: VersionSummarySerializer})
+    def post(self, request, name):
+        model = _model_or_404(name)
+        limit = settings.SWITCHYARD_MAX_UPLOAD_BYTES
+        if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
+            message = f"The upload is larger than the limit of {limit} bytes."
             return Response(
-                {"errors": [{"field": exc.field, "message": exc.message}]},
+                {"errors": [{"field": "archive", "message": message}]},
+                status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            )
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        archive = fields.pop("archive")
+        try:
+            version = services.model_version_register(
+                model=model, archive=archive, actor=request.user, provenance=Provenance(**fields)
+            )
+        except RegistryError as exc:
+            return _refused(exc)
+        finally:
+            archive.close()
+        return Response(VersionSummarySerializer(version).data, status=status.HTTP_201_CREATED)
+
+
+class VersionDetailApi(APIView):
+    """GET /api/v1/models/{name}/versions/{version}/."""
+
+    @extend_schema(responses={200: VersionDetailSerializer})
+    def get(self, request, name, version):
+        found = selectors.model_version_get(model=_model_or_404(name), version=version)
+        if found is None:
+            raise Http404(f"Model '{name}' has no version {version}.")
+        return Response(VersionDetailSerializer(found).data)
+
+
+class VersionArchiveApi(APIView):
+    """GET /api/v1/models/{name}/versions/{version}/archive/: the stored files as .tar.gz."""
+
+    def get(self, request, name, version):
+        found = selectors.model_version_get(model=_model_or_404(name), version=version)
+        if found is None:
+            raise Http404(f"Model '{name}' has no version {version}.")
+        filename = f"{name}-v{found.version}.tar.gz"
+        return FileResponse(
+            version_archive(found),
+            as_attachment=True,
+            filename=filename,
+            content_type="application/gzip",
+        )
+
+
+class AliasSetApi(APIView):
+    """PUT /api/v1/models/{name}/aliases/{alias}/ {"version"}."""
+
+    permission_classes = [AlgorithmWrites]
+
+    class InputSerializer(serializers.Serializer):
+        version = serializers.IntegerField(min_value=1)
+
+    @extend_schema(request=InputSerializer)
+    def put(self, request, name, alias):
+        model = _model_or_404(name)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        target = selectors.model_version_get(model=model, version=data.validated_data["version"])
+        if target is None:
+            wanted = data.validated_data["version"]
+            message = f"Model '{name}' has no version {wanted}."
+            return Response(
+                {"errors": [{"field": "version", "message": message}]},
                 status=status.HTTP_400_BAD_REQUEST,
             )
-        except DjangoValidationError as exc:
-            errors = [{"field": f, "message": m} for f, ms in exc.message_dict.items() for m in ms]
-            return Response({"errors": errors}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(TeamOutputSerializer(team).data, status=status.HTTP_201_CREATED)
+        try:
+            services.alias_set(model=model, name=alias, version=target, actor=request.user)
+        except RegistryError as exc:
+            return _refused(exc)
+        return Response({"model": name, "alias": alias, "version": target.version})

@@ -1,10 +1,79 @@
 """Reads of the registry."""
 
-from django.db.models import QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 
-from models_registry.models import Team
+from models_registry.models import Alias, Model, ModelVersion, Team
 
 
 def team_list() -> QuerySet[Team]:
     """All teams by name."""
     return Team.objects.all()
+
+
+def model_list(*, search: str = "", team: str = "", tag: str = "") -> QuerySet[Model]:
+    """Models filtered by a search over name/description/tags, a team and a tag."""
+    qs = Model.objects.select_related("team").annotate(version_count=Count("versions"))
+    if search:
+        qs = qs.filter(
+            Q(name__icontains=search)
+            | Q(description__icontains=search)
+            | Q(tags__contains=[search])
+        )
+    if team:
+        qs = qs.filter(team__name=team)
+    if tag:
+        qs = qs.filter(tags__contains=[tag])
+    return qs.prefetch_related(Prefetch("aliases", Alias.objects.select_related("version")))
+
+
+def model_get(*, name: str) -> Model | None:
+    return (
+        Model.objects.select_related("team")
+        .prefetch_related(Prefetch("aliases", Alias.objects.select_related("version")))
+        .filter(name=name)
+        .first()
+    )
+
+
+def model_versions(*, model: Model) -> QuerySet[ModelVersion]:
+    """A model's versions, newest first, with who made them and their aliases."""
+    return (
+        ModelVersion.objects.filter(model=model)
+        .select_related("created_by", "model")
+        .prefetch_related("aliases")
+        .order_by("-version")
+    )
+
+
+def model_version_get(*, model: Model, version: int) -> ModelVersion | None:
+    return (
+        ModelVersion.objects.select_related("model", "created_by")
+        .prefetch_related("aliases")
+        .filter(model=model, version=version)
+        .first()
+    )
+
+
+def model_version_previous(*, version: ModelVersion) -> ModelVersion | None:
+    """The version registered just before this one, for config diffs."""
+    return (
+        ModelVersion.objects.filter(model_id=version.model_id, version__lt=version.version)
+        .order_by("-version")
+        .first()
+    )
+
+
+def model_tags() -> list[str]:
+    """Every tag in use, sorted."""
+    tags = set()
+    for row in Model.objects.values_list("tags", flat=True):
+        tags.update(row)
+    return sorted(tags)
+
+
+def alias_history(*, model: Model) -> QuerySet:
+    from models_registry.models import AliasMove
+
+    return AliasMove.objects.filter(alias__model=model).select_related(
+        "alias", "from_version", "to_version", "moved_by"
+    )

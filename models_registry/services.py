@@ -1,24 +1,48 @@
-"""Writes to the registry; each records an audit event in the same transaction."""
+"""Writes to the registry. Each is one transaction and records an audit event."""
 
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from audit.services import audit_record
-from models_registry.models import Team
+from integrations.triton.model_config import config_to_dict, validate_model_config
+from models_registry.archive import ArchiveRefused, extract_upload
+from models_registry.models import Alias, AliasMove, Model, ModelVersion, Team
+from models_registry.storage import blob_remove, manifest_digest
 
 
 class RegistryError(Exception):
-    """A registry write refused for a reason the user can fix; `field` names the input."""
+    """A registry write refused for a reason the user can fix.
 
-    def __init__(self, message: str, *, field: str | None = None):
+    `errors` is the API's list of {"field"|"file", "line"?, "message"} entries.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, errors: list | None = None):
         super().__init__(message)
         self.message = message
         self.field = field
+        self.errors = errors or [{**({"field": field} if field else {}), "message": message}]
+
+
+def _errors_from_validation(exc: ValidationError) -> list[dict]:
+    return [{"field": f, "message": m} for f, ms in exc.message_dict.items() for m in ms]
+
+
+def _full_clean(obj, **kwargs) -> None:
+    try:
+        obj.full_clean(**kwargs)
+    except ValidationError as exc:
+        errors = _errors_from_validation(exc)
+        raise RegistryError(errors[0]["message"], errors=errors) from None
 
 
 def team_create(*, name: str, actor) -> Team:
     """Create a team with a unique name, or raise RegistryError; audited."""
     team = Team(name=name)
-    team.full_clean(validate_unique=False)
+    _full_clean(team, validate_unique=False)
     try:
         with transaction.atomic():
             team.save()
@@ -26,3 +50,215 @@ def team_create(*, name: str, actor) -> Team:
     except IntegrityError as exc:
         raise RegistryError(f"A team named '{name}' already exists.", field="name") from exc
     return team
+
+
+SLA_FIELDS = ("p99_latency_ms", "min_success_rate", "max_queue_ms", "min_throughput_rps")
+
+
+def _apply_sla(model: Model, sla: dict[str, Any] | None) -> None:
+    for key, value in (sla or {}).items():
+        if key not in SLA_FIELDS:
+            raise RegistryError(f"Unknown SLA field '{key}'.", field=f"sla.{key}")
+        setattr(model, f"sla_{key}", value)
+
+
+def model_create(
+    *,
+    name: str,
+    team: str,
+    actor,
+    description: str = "",
+    tags: list[str] | None = None,
+    sla: dict[str, Any] | None = None,
+) -> Model:
+    """Register a model name under a team; names are unique; audited."""
+    team_obj = Team.objects.filter(name=team).first()
+    if team_obj is None:
+        raise RegistryError(f"No team named '{team}'.", field="team")
+    model = Model(
+        name=name, team=team_obj, description=description, tags=tags or [], created_by=actor
+    )
+    _apply_sla(model, sla)
+    _full_clean(model, validate_unique=False, exclude=["created_by"])
+    try:
+        with transaction.atomic():
+            model.save()
+            audit_record(
+                actor=actor,
+                action="model.created",
+                obj=model,
+                details={"team": team, "sla": model.sla},
+            )
+    except IntegrityError as exc:
+        raise RegistryError(f"A model named '{name}' already exists.", field="name") from exc
+    return model
+
+
+def model_update(
+    *,
+    model: Model,
+    actor,
+    description: str | None = None,
+    tags: list[str] | None = None,
+    team: str | None = None,
+    sla: dict[str, Any] | None = None,
+) -> Model:
+    """Change a model's description, tags, team or SLA; records before/after; audited."""
+    with transaction.atomic():
+        model = Model.objects.select_for_update().get(pk=model.pk)
+        before = {
+            "sla": model.sla,
+            "description": model.description,
+            "tags": list(model.tags),
+            "team": model.team.name,
+        }
+        if description is not None:
+            model.description = description
+        if tags is not None:
+            model.tags = tags
+        if team is not None:
+            model.team = Team.objects.filter(name=team).first() or _no_team(team)
+        _apply_sla(model, sla)
+        _full_clean(model, validate_unique=False, exclude=["created_by"])
+        model.save()
+        after = {
+            "sla": model.sla,
+            "description": model.description,
+            "tags": list(model.tags),
+            "team": model.team.name,
+        }
+        audit_record(
+            actor=actor,
+            action="model.updated",
+            obj=model,
+            details={"before": before, "after": after},
+        )
+    return model
+
+
+def _no_team(team: str):
+    raise RegistryError(f"No team named '{team}'.", field="team")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    label: str = ""
+    notes: str = ""
+    source_commit: str = ""
+    training_run_url: str = ""
+
+
+def model_version_register(
+    *, model: Model, archive: BinaryIO, actor, provenance: Provenance = Provenance()
+) -> ModelVersion:
+    """Check, store and register an uploaded model directory as the model's next version.
+
+    Nothing is stored when anything is refused: the staging folder is discarded, blobs this
+    call created are removed if the database write fails.
+    """
+    try:
+        upload = extract_upload(
+            archive,
+            max_files=settings.SWITCHYARD_MAX_ARCHIVE_FILES,
+            max_bytes=settings.SWITCHYARD_MAX_UPLOAD_BYTES,
+        )
+    except ArchiveRefused as exc:
+        raise RegistryError(exc.message, errors=[_archive_error(exc)]) from None
+    try:
+        report = validate_model_config(
+            upload.config_text,
+            model_name=model.name,
+            version_files=[f.path for f in upload.files],
+            known_models=Model.objects.values_list("name", flat=True),
+            server_version=settings.SWITCHYARD_TRITON_TARGET_VERSION,
+        )
+        if not report.is_valid:
+            errors = [issue.as_dict() for issue in report.errors]
+            raise RegistryError(errors[0]["message"], errors=errors)
+        manifest = [
+            {"role": f.role, "path": f.path, "size": f.size, "sha256": f.sha256}
+            for f in sorted(upload.all_files, key=lambda f: (f.role, f.path))
+        ]
+        created = upload.staging.commit(upload.all_files)
+        try:
+            return _version_save(
+                model=model,
+                actor=actor,
+                provenance=provenance,
+                upload=upload,
+                report=report,
+                manifest=manifest,
+            )
+        except BaseException:
+            blob_remove(created)
+            raise
+    finally:
+        upload.staging.discard()
+
+
+def _archive_error(exc: ArchiveRefused) -> dict:
+    return {**({"file": exc.file} if exc.file else {}), "message": exc.message}
+
+
+def _version_save(*, model, actor, provenance, upload, report, manifest) -> ModelVersion:
+    with transaction.atomic():
+        locked = Model.objects.select_for_update().get(pk=model.pk)
+        number = locked.next_version
+        locked.next_version = number + 1
+        locked.save(update_fields=["next_version", "updated_at"])
+        label = provenance.label or f"v{number}"
+        if ModelVersion.objects.filter(model=locked, label=label).exists():
+            raise RegistryError(
+                f"Label '{label}' is already used by another version of {model.name}.",
+                field="label",
+            )
+        version = ModelVersion(
+            model=locked,
+            version=number,
+            label=label,
+            config_text=upload.config_text,
+            config_json=config_to_dict(report.config),
+            manifest=manifest,
+            digest=manifest_digest(manifest),
+            size_bytes=sum(e["size"] for e in manifest),
+            validation={**report.as_dict(), "source_version_folder": upload.source_version_folder},
+            source_commit=provenance.source_commit,
+            training_run_url=provenance.training_run_url,
+            notes=provenance.notes,
+            created_by=actor,
+        )
+        _full_clean(version, validate_unique=False, exclude=["created_by", "model"])
+        version.save()
+        audit_record(
+            actor=actor,
+            action="model_version.registered",
+            obj=version,
+            details={"digest": version.digest, "label": label, "warnings": len(report.warnings)},
+        )
+    return version
+
+
+def alias_set(*, model: Model, name: str, version: ModelVersion, actor) -> Alias:
+    """Point an alias at a version of the same model; every move is kept; audited."""
+    if version.model_id != model.pk:
+        raise RegistryError("The version belongs to another model.", field="version")
+    with transaction.atomic():
+        alias = Alias.objects.select_for_update().filter(model=model, name=name).first()
+        previous = alias.version if alias else None
+        if alias is None:
+            alias = Alias(model=model, name=name, version=version)
+            _full_clean(alias, validate_unique=False, exclude=["model", "version"])
+        elif previous.pk == version.pk:
+            return alias
+        alias.version = version
+        alias.save()
+        AliasMove.objects.create(
+            alias=alias, from_version=previous, to_version=version, moved_by=actor
+        )
+        audit_record(
+            actor=actor,
+            action="alias.moved",
+            obj=alias,
+            details={"from": previous.version if previous else None, "to": version.version},
+        )
+    return alias

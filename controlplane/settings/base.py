@@ -16,6 +16,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -148,3 +149,12 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
+
+# Model registry: where version files live (content-addressed, immutable), upload limits,
+# and the Triton release configs are checked against (fields newer than it are refused).
+SWITCHYARD_STORAGE_ROOT = env.path("SWITCHYARD_STORAGE_ROOT", default=str(var_dir() / "artifacts"))
+SWITCHYARD_MAX_UPLOAD_BYTES = env.int("SWITCHYARD_MAX_UPLOAD_BYTES", default=4 * 1024**3)
+SWITCHYARD_MAX_ARCHIVE_FILES = env.int("SWITCHYARD_MAX_ARCHIVE_FILES", default=1000)
+SWITCHYARD_TRITON_TARGET_VERSION = env.str("SWITCHYARD_TRITON_TARGET_VERSION", default="2.51.0")
+# Uploads above this size stream to a temporary file instead of memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

@@ -22,3 +22,4 @@ SWITCHYARD_VAR_DIR = BASE_DIR / "var" / "test"  # noqa: F405
 STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+SWITCHYARD_STORAGE_ROOT = BASE_DIR / "var" / "test" / "artifacts"  # noqa: F405

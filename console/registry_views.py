@@ -1,0 +1,184 @@
+"""Registry pages: model list, model page (versions, SLA, aliases), version page, upload form."""
+
+import difflib
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from accounts.roles import Role, user_has_role
+from console.pbtxt import highlight_pbtxt
+from models_registry import selectors, services
+from models_registry.services import RegistryError
+
+
+def _can_write(user) -> bool:
+    return user_has_role(user, Role.ALGORITHM.value)
+
+
+def _require_writer(user) -> None:
+    if not _can_write(user):
+        raise PermissionDenied("Registering models needs the algorithm role.")
+
+
+def _model_or_404(name: str):
+    model = selectors.model_get(name=name)
+    if model is None:
+        raise Http404(f"No model named '{name}'.")
+    return model
+
+
+@login_required
+def model_list(request):
+    q = request.GET
+    context = {
+        "models": selectors.model_list(
+            search=q.get("search", ""), team=q.get("team", ""), tag=q.get("tag", "")
+        ),
+        "teams": selectors.team_list(),
+        "tags": selectors.model_tags(),
+        "filters": {
+            "search": q.get("search", ""),
+            "team": q.get("team", ""),
+            "tag": q.get("tag", ""),
+        },
+        "can_write": _can_write(request.user),
+        "api_base": request.build_absolute_uri("/api/v1/"),
+    }
+    return render(request, "console/models/list.html", context)
+
+
+class ModelCreateForm(forms.Form):
+    name = forms.CharField(max_length=128, help_text="The Triton model name (a folder name).")
+    team = forms.CharField(max_length=100, help_text="An existing team, or a new one.")
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    tags = forms.CharField(required=False, help_text="Comma-separated.")
+
+
+def _tags(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+@login_required
+def model_create(request):
+    _require_writer(request.user)
+    form = ModelCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            if not selectors.team_list().filter(name=data["team"]).exists():
+                services.team_create(name=data["team"], actor=request.user)
+            model = services.model_create(
+                name=data["name"],
+                team=data["team"],
+                description=data["description"],
+                tags=_tags(data["tags"]),
+                actor=request.user,
+            )
+        except RegistryError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        else:
+            messages.success(request, f"Model {model.name} created. Upload its first version.")
+            return redirect("console:model-upload", name=model.name)
+    return render(request, "console/models/create.html", {"form": form})
+
+
+class SlaForm(forms.Form):
+    p99_latency_ms = forms.FloatField(required=False, min_value=0, label="p99 latency (ms)")
+    min_success_rate = forms.FloatField(
+        required=False, min_value=0, max_value=100, label="min success rate (%)"
+    )
+    max_queue_ms = forms.FloatField(required=False, min_value=0, label="max queue time (ms)")
+    min_throughput_rps = forms.FloatField(
+        required=False, min_value=0, label="min throughput (req/s)"
+    )
+
+
+@login_required
+def model_detail(request, name):
+    model = _model_or_404(name)
+    sla_form = SlaForm(request.POST or None, initial=model.sla)
+    if request.method == "POST":
+        _require_writer(request.user)
+        if sla_form.is_valid():
+            try:
+                services.model_update(model=model, actor=request.user, sla=sla_form.cleaned_data)
+            except RegistryError as exc:
+                sla_form.add_error(None, exc.message)
+            else:
+                messages.success(request, "SLA saved.")
+                return redirect("console:model-detail", name=name)
+    context = {
+        "model": model,
+        "versions": selectors.model_versions(model=model),
+        "alias_moves": selectors.alias_history(model=model)[:20],
+        "sla_form": sla_form,
+        "can_write": _can_write(request.user),
+    }
+    return render(request, "console/models/detail.html", context)
+
+
+@login_required
+def model_upload(request, name):
+    model = _model_or_404(name)
+    _require_writer(request.user)
+    context = {
+        "model": model,
+        "upload_url": reverse("api-model-versions", kwargs={"name": name}),
+        "next_version": model.next_version,
+    }
+    return render(request, "console/models/upload.html", context)
+
+
+def _io_rows(config: dict) -> list[dict]:
+    rows = []
+    for kind in ("input", "output"):
+        for tensor in config.get(kind, []):
+            rows.append(
+                {
+                    "kind": kind,
+                    "name": tensor.get("name", ""),
+                    "data_type": tensor.get("data_type", "TYPE_INVALID").removeprefix("TYPE_"),
+                    "dims": [int(d) for d in tensor.get("dims", [])],
+                }
+            )
+    return rows
+
+
+def _config_diff(previous, current) -> list[tuple[str, str]]:
+    if previous is None:
+        return []
+    lines = difflib.unified_diff(
+        previous.config_text.splitlines(),
+        current.config_text.splitlines(),
+        fromfile=f"v{previous.version}/config.pbtxt",
+        tofile=f"v{current.version}/config.pbtxt",
+        lineterm="",
+    )
+    kinds = {"+": "add", "-": "del", "@": "hunk"}
+    return [(kinds.get(line[:1], "ctx"), line) for line in lines]
+
+
+@login_required
+def version_detail(request, name, version):
+    model = _model_or_404(name)
+    found = selectors.model_version_get(model=model, version=version)
+    if found is None:
+        raise Http404(f"Model '{name}' has no version {version}.")
+    previous = selectors.model_version_previous(version=found)
+    context = {
+        "model": model,
+        "version": found,
+        "config_html": highlight_pbtxt(found.config_text),
+        "io_rows": _io_rows(found.config_json),
+        "config_entry": found.config_entry(),
+        "files": found.files(),
+        "previous": previous,
+        "diff": _config_diff(previous, found),
+        "max_batch_size": int(found.config_json.get("max_batch_size", 0)),
+    }
+    return render(request, "console/models/version.html", context)

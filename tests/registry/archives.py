@@ -1,0 +1,66 @@
+"""Build upload archives for tests: real tar.gz / zip bytes, including hostile ones."""
+
+import io
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+from tests.exampledata import EXAMPLES
+
+
+def tar_gz(entries: list[tuple]) -> bytes:
+    """entries: (name, bytes) for files, or (name, kind, target) with kind in
+    'dir' | 'symlink' | 'hardlink' | 'chardev' | 'fifo'."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for entry in entries:
+            name = entry[0]
+            info = tarfile.TarInfo(name)
+            info.mtime = int(time.time())
+            if len(entry) == 2:
+                info.size = len(entry[1])
+                tar.addfile(info, io.BytesIO(entry[1]))
+                continue
+            kind, target = entry[1], entry[2]
+            info.type = {
+                "dir": tarfile.DIRTYPE,
+                "symlink": tarfile.SYMTYPE,
+                "hardlink": tarfile.LNKTYPE,
+                "chardev": tarfile.CHRTYPE,
+                "fifo": tarfile.FIFOTYPE,
+            }[kind]
+            info.linkname = target or ""
+            tar.addfile(info)
+    return buf.getvalue()
+
+
+def zip_bytes(entries: list[tuple[str, bytes]]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries:
+            archive.writestr(name, data)
+    return buf.getvalue()
+
+
+def example_entries(model: str, version: int, *, folder: str | None = None) -> list[tuple]:
+    """The example model directory as archive entries (config + one version folder)."""
+    root = EXAMPLES / model
+    entries = [("config.pbtxt", (root / "config.pbtxt").read_bytes())]
+    vdir = root / str(version)
+    for path in sorted(vdir.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            rel = path.relative_to(vdir).as_posix()
+            entries.append((f"{folder or version}/{rel}", path.read_bytes()))
+    return entries
+
+
+def example_files(model: str, version: int) -> dict[str, bytes]:
+    """{version-relative path: bytes} of an example version, plus config.pbtxt."""
+    root = EXAMPLES / model
+    files = {"config.pbtxt": (root / "config.pbtxt").read_bytes()}
+    vdir: Path = root / str(version)
+    for path in sorted(vdir.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            files[path.relative_to(vdir).as_posix()] = path.read_bytes()
+    return files
