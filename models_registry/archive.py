@@ -66,7 +66,7 @@ def _safe_path(raw: str) -> str:
 
 def _tar_members(fileobj: BinaryIO) -> Iterator[_Member]:
     try:
-        with tarfile.open(fileobj=fileobj, mode="r|*") as tar:
+        with tarfile.open(fileobj=fileobj, mode="r:*") as tar:
             for info in tar:
                 if info.issym() or info.islnk():
                     kind = "symbolic link" if info.issym() else "hard link"

@@ -1,0 +1,360 @@
+"""Parse Triton's Prometheus text and turn two scrapes into per-interval statistics.
+
+Pure Python, no Django, no network. Facts this relies on are in ../shared/TRITON.md §3:
+
+* only the families the collector reads are parsed (`READ_FAMILIES`); everything else is
+  skipped before its labels are looked at;
+* model series are keyed by (model, version); extra labels (`_<tag>` from `metric_tags`,
+  `gpu_uuid`) are kept on the series and on the raw samples;
+* after an unload Triton 2.51 keeps printing the model's `nv_inference_request_failure`
+  series (captured: tests/fixtures/metrics/after_unload.txt), so a (model, version) counts as
+  loaded only while its `nv_inference_request_success` series is there;
+* a counter that went down means a restart or a reload from zero: that interval is dropped
+  (status "reset"); a series missing from the previous scrape has status "new", no rates.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
+
+ModelKey = tuple[str, str]
+
+_SUMMARIES = {
+    "nv_inference_request_summary_us": "request",
+    "nv_inference_queue_summary_us": "queue",
+    "nv_inference_compute_infer_summary_us": "compute_infer",
+}
+_MODEL_COUNTERS = {
+    "nv_inference_request_success": "success",
+    "nv_inference_count": "inference_count",
+    "nv_inference_exec_count": "exec_count",
+    "nv_inference_request_duration_us": "request_us",
+    "nv_inference_queue_duration_us": "queue_us",
+    "nv_inference_compute_input_duration_us": "compute_input_us",
+    "nv_inference_compute_infer_duration_us": "compute_infer_us",
+    "nv_inference_compute_output_duration_us": "compute_output_us",
+    **{f"{name}_count": f"{short}_summary_count" for name, short in _SUMMARIES.items()},
+    **{f"{name}_sum": f"{short}_summary_sum" for name, short in _SUMMARIES.items()},
+}
+_NODE = {
+    "nv_cpu_utilization": "cpu_utilization",
+    "nv_cpu_memory_total_bytes": "memory_total_bytes",
+    "nv_cpu_memory_used_bytes": "memory_used_bytes",
+}
+_GPU = {
+    "nv_gpu_utilization": "utilization",
+    "nv_gpu_memory_total_bytes": "memory_total_bytes",
+    "nv_gpu_memory_used_bytes": "memory_used_bytes",
+    "nv_gpu_power_usage": "power_usage",
+    "nv_gpu_power_limit": "power_limit",
+    "nv_energy_consumption": "energy_consumption",
+}
+# Sample name -> (kind, field): how each line the collector reads is stored.
+_WANTED: dict[str, tuple[str, str]] = {
+    **{name: ("counter", short) for name, short in _MODEL_COUNTERS.items()},
+    **{name: ("quantile", short) for name, short in _SUMMARIES.items()},
+    "nv_inference_request_failure": ("failure", ""),
+    "nv_inference_pending_request_count": ("pending", ""),
+    **{name: ("node", short) for name, short in _NODE.items()},
+    **{name: ("gpu", short) for name, short in _GPU.items()},
+}
+READ_FAMILIES: frozenset[str] = frozenset(_WANTED)
+_KEY_LABELS = frozenset({"model", "version", "reason", "quantile"})
+_LABEL_RE = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+_ESCAPE_RE = re.compile(r'\\[\\n"]')
+_ESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
+
+
+class Sample(NamedTuple):
+    """One sample line: name, labels, value and the optional timestamp in seconds."""
+
+    name: str
+    labels: dict[str, str]
+    value: float
+    timestamp: float | None = None
+
+
+@dataclass(slots=True)
+class ModelSeries:
+    """What one scrape says about one (model, version); several label sets are summed."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)
+    failures: dict[str, float] = field(default_factory=dict)
+    pending: float = 0.0
+    quantiles: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def quantile(self, summary: str, q: str) -> float | None:
+        """The quantile series `q` (label text, e.g. "0.99") of a summary, or None."""
+        return self.quantiles.get(summary, {}).get(q)
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """One parsed scrape: loaded model series, node gauges, GPU gauges and raw samples."""
+
+    models: dict[ModelKey, ModelSeries] = field(default_factory=dict)
+    node: dict[str, float] = field(default_factory=dict)
+    gpus: dict[str, dict[str, float]] = field(default_factory=dict)
+    samples: list[Sample] = field(default_factory=list)
+
+
+def _unescape(value: str) -> str:
+    return _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group(0)], value) if "\\" in value else value
+
+
+def _parse_labels(body: str) -> dict[str, str]:
+    """Label text between the braces -> dict; a split fast path, a regex for the rest."""
+    if "\\" not in body:
+        labels = {}
+        for part in body.split('",'):
+            if not part:
+                continue
+            key, sep, value = part.partition('="')
+            if not sep or not key.isidentifier() or '"' in value[:-1]:
+                break
+            labels[key] = value[:-1] if value.endswith('"') else value
+        else:
+            return labels
+    labels, pos = {}, 0
+    for match in _LABEL_RE.finditer(body):
+        if match.start() != pos:
+            raise ValueError(f"invalid labels: {body!r}")
+        labels[match.group(1)] = _unescape(match.group(2))
+        pos = match.end()
+    if body[pos:].strip():
+        raise ValueError(f"invalid labels: {body!r}")
+    return labels
+
+
+def _split_line(line: str, seen: dict[str, dict[str, str]]) -> tuple | None:
+    """(name, labels, value, timestamp) of a line the collector reads, else None."""
+    brace = line.find("{")
+    if brace == -1:
+        name, *tokens = line.split()
+        if name not in _WANTED:
+            return None
+        labels: dict[str, str] = {}
+    else:
+        name = line[:brace]
+        if name not in _WANTED:
+            name = name.rstrip()
+            if name not in _WANTED:
+                return None
+        close = line.rindex("}")
+        body = line[brace + 1 : close]
+        labels = seen.get(body)  # the same label text repeats across families
+        if labels is None:
+            labels = seen[body] = _parse_labels(body)
+        tokens = line[close + 1 :].split()
+    timestamp = float(tokens[-1]) / 1000 if len(tokens) > 1 else None
+    return name, labels, float(tokens[0]), timestamp
+
+
+def _series(series: dict[ModelKey, ModelSeries], labels: dict[str, str]) -> ModelSeries:
+    key = (labels.get("model", ""), labels.get("version", ""))
+    found = series.get(key)
+    if found is None:
+        extra = {k: v for k, v in labels.items() if k not in _KEY_LABELS}
+        found = series[key] = ModelSeries(labels=extra)
+    return found
+
+
+def _store(
+    snap: Snapshot, series: dict[ModelKey, ModelSeries], name: str, labels: dict, value: float
+) -> None:
+    kind, short = _WANTED[name]
+    if kind == "counter":
+        counters = _series(series, labels).counters
+        counters[short] = counters.get(short, 0.0) + value
+    elif kind == "quantile":  # with several label sets keep the largest, never average
+        per_q = _series(series, labels).quantiles.setdefault(short, {})
+        q = labels.get("quantile", "")
+        old = per_q.get(q)
+        per_q[q] = value if old is None or math.isnan(old) or value > old else old
+    elif kind == "failure":
+        failures = _series(series, labels).failures
+        reason = labels.get("reason", "")
+        failures[reason] = failures.get(reason, 0.0) + value
+    elif kind == "pending":
+        _series(series, labels).pending += value
+    elif kind == "node":
+        snap.node[short] = value
+    else:
+        snap.gpus.setdefault(labels.get("gpu_uuid", ""), {})[short] = value
+
+
+def parse_metrics(text: str) -> Snapshot:
+    """Parse a /metrics text into a Snapshot of the families the collector reads."""
+    snap = Snapshot()
+    series: dict[ModelKey, ModelSeries] = {}
+    seen: dict[str, dict[str, str]] = {}
+    append = snap.samples.append
+    for line in text.splitlines():
+        if not line.startswith("nv_"):
+            line = line.strip()
+            if not line.startswith("nv_"):
+                continue
+        parts = _split_line(line, seen)
+        if parts is not None:
+            name, labels, value, timestamp = parts
+            append(Sample(name, labels.copy(), value, timestamp))
+            _store(snap, series, name, labels, value)
+    snap.models = {k: s for k, s in series.items() if "success" in s.counters}
+    return snap
+
+
+# ---------------------------------------------------------------- intervals
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | None:
+    if num is None or not den:
+        return None
+    return _finite(num / den * scale)
+
+
+@dataclass
+class ModelInterval:
+    """One (model, version) over one interval; status is "ok", "reset" or "new".
+
+    Rates are per second, latencies in ms, `failures` counts failed requests per reason in
+    the interval. Failed executions count in exec_count but not in inference_count
+    (captured), so a failing version shows an average batch below 1.
+    """
+
+    model: str
+    version: str
+    status: str
+    labels: dict[str, str]
+    pending: float
+    p50_ms: float | None
+    p99_ms: float | None
+    request_rate: float | None = None
+    success_rate_pct: float | None = None
+    failures: dict[str, float] = field(default_factory=dict)
+    avg_request_ms: float | None = None
+    avg_queue_ms: float | None = None
+    avg_compute_ms: float | None = None
+    avg_batch_size: float | None = None
+
+
+@dataclass
+class GpuInterval:
+    """One GPU's gauges now, plus the average power from the energy counter's delta."""
+
+    gpu_uuid: str
+    utilization: float | None
+    memory_used_bytes: float | None
+    memory_total_bytes: float | None
+    power_w: float | None
+    power_limit_w: float | None
+    avg_power_w: float | None
+
+
+@dataclass
+class IntervalStats:
+    """Everything the collector publishes for one node and one interval."""
+
+    dt_s: float
+    models: list[ModelInterval]
+    cpu_utilization: float | None
+    memory_used_bytes: float | None
+    memory_total_bytes: float | None
+    gpus: list[GpuInterval]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dicts and lists, ready for json.dumps."""
+        return asdict(self)
+
+
+def _deltas(
+    before: ModelSeries, now: ModelSeries
+) -> tuple[dict[str, float], dict[str, float]] | None:
+    """Counter and failure deltas, or None when any counter went down (a reset)."""
+    counters = {k: v - before.counters[k] for k, v in now.counters.items() if k in before.counters}
+    failures = {k: v - before.failures[k] for k, v in now.failures.items() if k in before.failures}
+    if any(d < 0 for d in counters.values()) or any(d < 0 for d in failures.values()):
+        return None
+    return counters, failures
+
+
+def _model_interval(
+    key: ModelKey, before: ModelSeries | None, now: ModelSeries, dt_s: float
+) -> ModelInterval:
+    """Rates and averages of one series; gauges and quantiles also for reset or new ones."""
+    out = ModelInterval(
+        model=key[0],
+        version=key[1],
+        status="new" if before is None else "ok",
+        labels=dict(now.labels),
+        pending=now.pending,
+        p50_ms=_ratio(now.quantile("request", "0.5"), 1000.0),
+        p99_ms=_ratio(now.quantile("request", "0.99"), 1000.0),
+    )
+    deltas = None if before is None else _deltas(before, now)
+    if deltas is None:
+        out.status = "new" if before is None else "reset"
+        return out
+    d, failures = deltas
+    success = d.get("success", 0.0)
+    total = success + sum(failures.values())
+    compute = [d.get(f"compute_{part}_us") for part in ("input", "infer", "output")]
+    out.request_rate = total / dt_s
+    out.success_rate_pct = _ratio(success, total, 100.0)
+    out.failures = {reason: n for reason, n in sorted(failures.items()) if n}
+    out.avg_request_ms = _ratio(d.get("request_us"), success, 1e-3)
+    out.avg_queue_ms = _ratio(d.get("queue_us"), success, 1e-3)
+    out.avg_compute_ms = None if None in compute else _ratio(sum(compute), success, 1e-3)
+    out.avg_batch_size = _ratio(d.get("inference_count"), d.get("exec_count"))
+    return out
+
+
+def _gpu_interval(
+    uuid: str, before: dict[str, float] | None, now: dict[str, float], dt_s: float
+) -> GpuInterval:
+    """Gauges now; average watts from the energy counter (None without a prior or on reset)."""
+    energy, energy_before = now.get("energy_consumption"), (before or {}).get("energy_consumption")
+    spent = None if energy is None or energy_before is None else energy - energy_before
+    return GpuInterval(
+        gpu_uuid=uuid,
+        utilization=_finite(now.get("utilization")),
+        memory_used_bytes=_finite(now.get("memory_used_bytes")),
+        memory_total_bytes=_finite(now.get("memory_total_bytes")),
+        power_w=_finite(now.get("power_usage")),
+        power_limit_w=_finite(now.get("power_limit")),
+        avg_power_w=_ratio(spent, dt_s) if spent is not None and spent >= 0 else None,
+    )
+
+
+def _version_order(key: ModelKey) -> tuple[str, int, str]:
+    model, version = key
+    return model, int(version) if version.isdigit() else -1, version
+
+
+def compute_interval(prev: Snapshot, cur: Snapshot, dt_s: float) -> IntervalStats:
+    """Per-series rates and averages between two scrapes of one node taken dt_s apart."""
+    if dt_s <= 0:
+        raise ValueError(f"dt_s must be positive, got {dt_s}")
+    models = [
+        _model_interval(key, prev.models.get(key), cur.models[key], dt_s)
+        for key in sorted(cur.models, key=_version_order)
+    ]
+    gpus = [
+        _gpu_interval(uuid, prev.gpus.get(uuid), values, dt_s)
+        for uuid, values in sorted(cur.gpus.items())
+    ]
+    return IntervalStats(
+        dt_s=dt_s,
+        models=models,
+        cpu_utilization=_finite(cur.node.get("cpu_utilization")),
+        memory_used_bytes=_finite(cur.node.get("memory_used_bytes")),
+        memory_total_bytes=_finite(cur.node.get("memory_total_bytes")),
+        gpus=gpus,
+    )
