@@ -9,6 +9,7 @@ from console.health_views import healthz
 api_v1 = [
     path("", include("accounts.urls_api")),
     path("", include("models_registry.urls_api")),
+    path("", include("deployments.urls_api")),
 ]
 
 urlpatterns = [

@@ -214,14 +214,26 @@ class VersionListCreateApi(APIView):
 
 
 class VersionDetailApi(APIView):
-    """GET /api/v1/models/{name}/versions/{version}/."""
+    """GET, DELETE /api/v1/models/{name}/versions/{version}/ (delete: 409 while serving)."""
 
-    @extend_schema(responses={200: VersionDetailSerializer})
-    def get(self, request, name, version):
+    permission_classes = [AlgorithmWrites]
+
+    def _get(self, name, version):
         found = selectors.model_version_get(model=_model_or_404(name), version=version)
         if found is None:
             raise Http404(f"Model '{name}' has no version {version}.")
-        return Response(VersionDetailSerializer(found).data)
+        return found
+
+    @extend_schema(responses={200: VersionDetailSerializer})
+    def get(self, request, name, version):
+        return Response(VersionDetailSerializer(self._get(name, version)).data)
+
+    def delete(self, request, name, version):
+        try:
+            services.model_version_delete(version=self._get(name, version), actor=request.user)
+        except RegistryError as exc:
+            return _refused(exc, status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class VersionArchiveApi(APIView):

@@ -12,7 +12,11 @@ def team_list() -> QuerySet[Team]:
 
 def model_list(*, search: str = "", team: str = "", tag: str = "") -> QuerySet[Model]:
     """Models filtered by a search over name/description/tags, a team and a tag."""
-    qs = Model.objects.select_related("team").annotate(version_count=Count("versions"))
+    qs = (
+        Model.objects.select_related("team")
+        .annotate(version_count=Count("versions"))
+        .order_by("name")  # Meta.ordering is not applied to GROUP BY queries
+    )
     if search:
         qs = qs.filter(
             Q(name__icontains=search)

@@ -11,6 +11,7 @@ from audit.services import audit_record
 from integrations.triton.model_config import config_to_dict, validate_model_config
 from models_registry.archive import ArchiveRefused, extract_upload
 from models_registry.models import Alias, AliasMove, Model, ModelVersion, Team
+from models_registry.signals import version_registered
 from models_registry.storage import blob_remove, manifest_digest
 
 
@@ -235,6 +236,9 @@ def _version_save(*, model, actor, provenance, upload, report, manifest) -> Mode
             obj=version,
             details={"digest": version.digest, "label": label, "warnings": len(report.warnings)},
         )
+        transaction.on_commit(
+            lambda: version_registered.send(sender=ModelVersion, version_id=version.pk)
+        )
     return version
 
 
@@ -262,3 +266,24 @@ def alias_set(*, model: Model, name: str, version: ModelVersion, actor) -> Alias
             details={"from": previous.version if previous else None, "to": version.version},
         )
     return alias
+
+
+def model_version_delete(*, version: ModelVersion, actor) -> None:
+    """Delete a version that serves nowhere and has no alias; its number is never reused."""
+    from django.db.models import ProtectedError
+
+    label = str(version)
+    try:
+        with transaction.atomic():
+            audit_record(
+                actor=actor,
+                action="model_version.deleted",
+                obj=version,
+                details={"digest": version.digest},
+            )
+            version.delete()
+    except ProtectedError as exc:
+        users = sorted({str(obj) for obj in exc.protected_objects})[:5]
+        raise RegistryError(
+            f"{label} cannot be deleted: {'; '.join(users)}.", field="version"
+        ) from None

@@ -130,7 +130,9 @@ def celery_worker(transactional_db, tmp_path):
                 "--loglevel=INFO",
             ],
             cwd=ROOT,
-            env=child_environment(CELERY_QUEUE=queue),
+            env=child_environment(
+                CELERY_QUEUE=queue, SWITCHYARD_STORAGE_ROOT=str(settings.SWITCHYARD_STORAGE_ROOT)
+            ),
             stdout=out,
             stderr=subprocess.STDOUT,
         )

@@ -135,7 +135,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one beat schedule (STYLE.md): each entry says why it runs at its cadence.
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    # Reconcile every 10 s: a restarted node comes back empty in explicit mode and must be
+    # rehydrated quickly; each tick is cheap (one stats call per node when nothing drifted).
+    "deployments-reconcile": {"task": "deployments.reconcile_all", "schedule": 10.0},
+}
 
 # How long /healthz waits for a Celery worker to answer a ping.
 HEALTH_WORKER_PING_TIMEOUT_S = env.float("HEALTH_WORKER_PING_TIMEOUT_S", default=1.0)
@@ -158,3 +162,12 @@ SWITCHYARD_MAX_ARCHIVE_FILES = env.int("SWITCHYARD_MAX_ARCHIVE_FILES", default=1
 SWITCHYARD_TRITON_TARGET_VERSION = env.str("SWITCHYARD_TRITON_TARGET_VERSION", default="2.51.0")
 # Uploads above this size stream to a temporary file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+# Talking to Triton nodes: short timeouts for reads, long ones for loads (a load is
+# synchronous; a python model loads in ~0.1-1.5 s, a large one far longer).
+SWITCHYARD_TRITON_TIMEOUT_S = env.float("SWITCHYARD_TRITON_TIMEOUT_S", default=5.0)
+SWITCHYARD_TRITON_LOAD_TIMEOUT_S = env.float("SWITCHYARD_TRITON_LOAD_TIMEOUT_S", default=120.0)
+# After the new version is READY everywhere, wait this long before retiring the old one.
+SWITCHYARD_DEPLOY_DRAIN_S = env.float("SWITCHYARD_DEPLOY_DRAIN_S", default=2.0)
+# Smoke tests of new versions run on this cluster (default: any staging cluster).
+SWITCHYARD_SMOKE_CLUSTER = env.str("SWITCHYARD_SMOKE_CLUSTER", default="")

@@ -22,4 +22,7 @@ SWITCHYARD_VAR_DIR = BASE_DIR / "var" / "test"  # noqa: F405
 STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
-SWITCHYARD_STORAGE_ROOT = BASE_DIR / "var" / "test" / "artifacts"  # noqa: F405
+SWITCHYARD_STORAGE_ROOT = env.path(
+    "SWITCHYARD_STORAGE_ROOT",
+    default=str(BASE_DIR / "var" / "test" / "artifacts"),  # noqa: F405
+)

@@ -219,10 +219,27 @@ class LocalCluster:
 
     nodes: list[LocalNode]
     work_dir: Path
+    install: TritonInstallation | None = None
+    backends_dir: Path | None = None
+    start_kwargs: dict = field(default_factory=dict)
 
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+
+    def kill(self, node: LocalNode) -> None:
+        """SIGKILL a node and its python stubs, as a crash would (for fault tests)."""
+        if node.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(node.process.pid, signal.SIGKILL)
+            node.process.wait(timeout=10)
+            node.process = None
+
+    def restart(self, node: LocalNode, start_timeout_s: float = 60.0) -> None:
+        """Start a stopped or killed node again on its ports; it comes back empty."""
+        node.stop()
+        start_node(node, install=self.install, backends_dir=self.backends_dir, **self.start_kwargs)
+        _wait_until_ready(node, time.monotonic() + start_timeout_s)
 
     def __enter__(self) -> LocalCluster:
         return self
@@ -344,18 +361,17 @@ def start_cluster(
     work_dir = Path(work_dir).resolve()
     install = find_installation()
     backends_dir = prepare_backends(install, work_dir)
+    start_kwargs = {"metrics_interval_ms": metrics_interval_ms, "extra_args": tuple(extra_args)}
     cluster = LocalCluster(
-        nodes=_plan_nodes(count, work_dir, base_port, name_prefix), work_dir=work_dir
+        nodes=_plan_nodes(count, work_dir, base_port, name_prefix),
+        work_dir=work_dir,
+        install=install,
+        backends_dir=backends_dir,
+        start_kwargs=start_kwargs,
     )
     try:
         for node in cluster.nodes:
-            start_node(
-                node,
-                install=install,
-                backends_dir=backends_dir,
-                metrics_interval_ms=metrics_interval_ms,
-                extra_args=extra_args,
-            )
+            start_node(node, install=install, backends_dir=backends_dir, **start_kwargs)
         deadline = time.monotonic() + start_timeout_s
         for node in cluster.nodes:
             _wait_until_ready(node, deadline)

@@ -1,0 +1,232 @@
+"""Clusters, nodes and deployments REST resources (API.md, Clusters and deployments)."""
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.permissions import ReleaseManagersWrite
+from deployments import selectors, services
+from deployments.services import DeploymentError
+from models_registry.models import Model, ModelVersion
+
+
+def _refused(exc: DeploymentError) -> Response:
+    error = {"message": exc.message, **({"field": exc.field} if exc.field else {})}
+    return Response({"errors": [error]}, status=exc.status)
+
+
+def _cluster_or_404(name: str):
+    cluster = selectors.cluster_get(name=name)
+    if cluster is None:
+        raise Http404(f"No cluster named '{name}'.")
+    return cluster
+
+
+class RouterSerializer(serializers.Serializer):
+    driver = serializers.ChoiceField(choices=["nginx", "none"], default="none")
+    url = serializers.CharField(required=False, allow_blank=True, default="")
+
+    def to_internal_value(self, data):
+        known = super().to_internal_value(data)
+        extra = {k: v for k, v in data.items() if k not in known} if isinstance(data, dict) else {}
+        return {**extra, **known}
+
+    def to_representation(self, instance):
+        return dict(instance)  # driver settings beyond driver/url are kept as given
+
+
+class MetricsSerializer(serializers.Serializer):
+    source = serializers.ChoiceField(choices=["scrape", "prometheus"], default="scrape")
+    url = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class NodeSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    http_url = serializers.URLField()
+    grpc_url = serializers.CharField(required=False, allow_blank=True, default="")
+    metrics_url = serializers.URLField(required=False, allow_blank=True, default="")
+    health = serializers.CharField(read_only=True)
+    server_version = serializers.CharField(read_only=True)
+    last_seen_at = serializers.DateTimeField(read_only=True)
+
+
+class ClusterSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=63)
+    environment = serializers.ChoiceField(choices=["staging", "production"])
+    push_mode = serializers.ChoiceField(choices=["upload", "filesystem"], default="upload")
+    repository_path = serializers.CharField(required=False, allow_blank=True, default="")
+    router = RouterSerializer(required=False)
+    metrics = MetricsSerializer(required=False)
+    gpu_type = serializers.CharField(required=False, allow_blank=True, default="")
+    node_hourly_cost = serializers.DecimalField(
+        max_digits=10, decimal_places=4, required=False, min_value=0
+    )
+    nodes = NodeSerializer(many=True, read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+
+
+class ClusterListCreateApi(APIView):
+    """GET, POST /api/v1/clusters/: release managers register clusters."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    @extend_schema(responses={200: ClusterSerializer(many=True)})
+    def get(self, request):
+        return Response(ClusterSerializer(selectors.cluster_list(), many=True).data)
+
+    @extend_schema(request=ClusterSerializer, responses={201: ClusterSerializer})
+    def post(self, request):
+        data = ClusterSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            cluster = services.cluster_create(actor=request.user, **data.validated_data)
+        except DeploymentError as exc:
+            return _refused(exc)
+        return Response(ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
+
+
+class ClusterDetailApi(APIView):
+    """GET, PATCH /api/v1/clusters/{name}/."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    @extend_schema(responses={200: ClusterSerializer})
+    def get(self, request, name):
+        return Response(ClusterSerializer(_cluster_or_404(name)).data)
+
+    @extend_schema(request=ClusterSerializer, responses={200: ClusterSerializer})
+    def patch(self, request, name):
+        cluster = _cluster_or_404(name)
+        data = ClusterSerializer(cluster, data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        fields = {k: v for k, v in data.validated_data.items() if k != "name"}
+        services.cluster_update(cluster=cluster, actor=request.user, **fields)
+        return Response(ClusterSerializer(selectors.cluster_get(name=name)).data)
+
+
+class NodeListCreateApi(APIView):
+    """GET, POST /api/v1/clusters/{name}/nodes/."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    @extend_schema(responses={200: NodeSerializer(many=True)})
+    def get(self, request, name):
+        return Response(NodeSerializer(_cluster_or_404(name).nodes.all(), many=True).data)
+
+    @extend_schema(request=NodeSerializer, responses={201: NodeSerializer})
+    def post(self, request, name):
+        cluster = _cluster_or_404(name)
+        data = NodeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            node = services.node_create(cluster=cluster, actor=request.user, **data.validated_data)
+        except DeploymentError as exc:
+            return _refused(exc)
+        return Response(NodeSerializer(node).data, status=status.HTTP_201_CREATED)
+
+
+class ClusterStatusApi(APIView):
+    """GET /api/v1/clusters/{name}/status/: live per-node state and drift."""
+
+    def get(self, request, name):
+        return Response(selectors.cluster_status(cluster=_cluster_or_404(name)))
+
+
+class DeploymentNodeSerializer(serializers.Serializer):
+    node = serializers.CharField(source="node.name")
+    status = serializers.CharField()
+    load_ms = serializers.FloatField()
+    warmup_ms = serializers.FloatField()
+    error = serializers.CharField()
+    updated_at = serializers.DateTimeField()
+
+
+class DeploymentSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    cluster = serializers.CharField(source="cluster.name")
+    model = serializers.CharField(source="model.name")
+    version = serializers.IntegerField(source="version.version", default=None)
+    previous_versions = serializers.ListField(child=serializers.IntegerField())
+    target_versions = serializers.ListField(child=serializers.IntegerField())
+    error = serializers.CharField()
+    requested_by = serializers.CharField(source="requested_by.username", default=None)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField()
+    nodes = DeploymentNodeSerializer(many=True)
+
+
+class DeploymentCreateApi(APIView):
+    """POST /api/v1/deployments/ {"cluster","model","version"} -> 202 {"id","status"}."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    class InputSerializer(serializers.Serializer):
+        cluster = serializers.CharField()
+        model = serializers.CharField()
+        version = serializers.IntegerField(min_value=1)
+
+    @extend_schema(request=InputSerializer)
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        body = data.validated_data
+        cluster = selectors.cluster_get(name=body["cluster"])
+        version = (
+            ModelVersion.objects.filter(model__name=body["model"], version=body["version"])
+            .select_related("model")
+            .first()
+        )
+        if cluster is None or version is None:
+            field = "cluster" if cluster is None else "version"
+            message = (
+                f"No cluster named '{body['cluster']}'."
+                if cluster is None
+                else f"Model '{body['model']}' has no version {body['version']}."
+            )
+            return Response({"errors": [{"field": field, "message": message}]}, status=400)
+        try:
+            deployment = services.deployment_create(
+                cluster=cluster, version=version, actor=request.user
+            )
+        except DeploymentError as exc:
+            return _refused(exc)
+        return Response(
+            {"id": deployment.pk, "status": deployment.status}, status=status.HTTP_202_ACCEPTED
+        )
+
+
+class DeploymentDetailApi(APIView):
+    """GET /api/v1/deployments/{id}/: status, per-node outcome and timings."""
+
+    @extend_schema(responses={200: DeploymentSerializer})
+    def get(self, request, deployment_id):
+        deployment = selectors.deployment_get(deployment_id=deployment_id)
+        if deployment is None:
+            raise Http404(f"No deployment {deployment_id}.")
+        return Response(DeploymentSerializer(deployment).data)
+
+
+class ModelUnloadApi(APIView):
+    """POST /api/v1/clusters/{name}/models/{model}/unload/ -> 202."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    def post(self, request, name, model):
+        cluster = _cluster_or_404(name)
+        found = Model.objects.filter(name=model).first()
+        if found is None:
+            raise Http404(f"No model named '{model}'.")
+        try:
+            deployment = services.deployment_create(
+                cluster=cluster, version=None, model=found, actor=request.user
+            )
+        except DeploymentError as exc:
+            return _refused(exc)
+        return Response(
+            {"id": deployment.pk, "status": deployment.status}, status=status.HTTP_202_ACCEPTED
+        )

@@ -1,0 +1,200 @@
+"""Clusters, nodes, the desired serving state per (cluster, model), deployments and drift."""
+
+from django.conf import settings
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+
+from models_registry.models import Model, ModelVersion
+
+cluster_name_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9_.-]*$", "Use lower-case letters, digits, '_', '.' or '-'."
+)
+
+
+class TritonCluster(models.Model):
+    class Environment(models.TextChoices):
+        STAGING = "staging", "Staging"
+        PRODUCTION = "production", "Production"
+
+    class PushMode(models.TextChoices):
+        UPLOAD = "upload", "Upload (files in the load request)"
+        FILESYSTEM = "filesystem", "Filesystem (shared model repository)"
+
+    name = models.CharField(max_length=63, unique=True, validators=[cluster_name_validator])
+    environment = models.CharField(max_length=20, choices=Environment.choices)
+    push_mode = models.CharField(max_length=20, choices=PushMode.choices, default="upload")
+    repository_path = models.CharField(max_length=500, blank=True)
+    # {"driver": "nginx"|"none", "url": "<where clients send inference>", ...driver settings}
+    router = models.JSONField(default=dict, blank=True)
+    # {"source": "scrape"|"prometheus", "url": "<prometheus url>"}
+    metrics = models.JSONField(default=dict, blank=True)
+    gpu_type = models.CharField(max_length=100, blank=True)
+    node_hourly_cost = models.DecimalField(
+        max_digits=10, decimal_places=4, default=0, validators=[MinValueValidator(0)]
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TritonNode(models.Model):
+    class Health(models.TextChoices):
+        UNKNOWN = "unknown", "Unknown"
+        UP = "up", "Up"
+        DOWN = "down", "Down"
+
+    cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=100)
+    http_url = models.URLField(max_length=300)
+    # host:port of Triton's gRPC endpoint; model control goes there when set (TRITON.md §2.1).
+    grpc_url = models.CharField(max_length=300, blank=True)
+    metrics_url = models.URLField(max_length=300, blank=True)
+    health = models.CharField(max_length=10, choices=Health.choices, default=Health.UNKNOWN)
+    server_version = models.CharField(max_length=50, blank=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="node_name_unique_in_cluster")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.name}"
+
+
+class ServingState(models.Model):
+    """What must be loaded for one model on one cluster (the reconcile target)."""
+
+    cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="serving")
+    model = models.ForeignKey(Model, on_delete=models.PROTECT, related_name="serving")
+    generation = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "model"], name="one_state_per_model")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model.name} on {self.cluster.name}"
+
+    def version_numbers(self) -> list[int]:
+        return sorted(sv.version.version for sv in self.serving_versions.all())
+
+
+class ServingVersion(models.Model):
+    """A version in a serving state; PROTECT makes 'delete a serving version' impossible."""
+
+    state = models.ForeignKey(
+        ServingState, on_delete=models.CASCADE, related_name="serving_versions"
+    )
+    version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="serving")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["state", "version"], name="version_once_per_state")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version.model.name} v{self.version.version} serving on {self.state.cluster}"
+
+
+class Deployment(models.Model):
+    class Kind(models.TextChoices):
+        DEPLOY = "deploy", "Deploy (make this version the only serving one)"
+        UNLOAD = "unload", "Unload the model"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="deployments")
+    model = models.ForeignKey(Model, on_delete=models.PROTECT, related_name="deployments")
+    # History survives a deleted version: target_versions keeps the number.
+    version = models.ForeignKey(
+        ModelVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="deployments"
+    )
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DEPLOY)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    previous_versions = models.JSONField(default=list)
+    target_versions = models.JSONField(default=list)
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        target = f" v{self.version.version}" if self.version_id else ""
+        return f"{self.kind} {self.model.name}{target} on {self.cluster.name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+
+class DeploymentNode(models.Model):
+    """One node's part of a deployment: its outcome and timings."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        LOADING = "loading", "Loading"
+        WARMING = "warming", "Warming up"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+        REVERTED = "reverted", "Reverted to the previous state"
+        SKIPPED = "skipped", "Not changed"
+
+    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="nodes")
+    node = models.ForeignKey(TritonNode, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    load_ms = models.FloatField(null=True, blank=True)
+    warmup_ms = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["node__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["deployment", "node"], name="one_row_per_node")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.deployment_id}@{self.node.name}: {self.status}"
+
+
+class DriftEvent(models.Model):
+    """What reconcile saw and did: a node went down or came back, drift repaired."""
+
+    class Kind(models.TextChoices):
+        NODE_DOWN = "node_down", "Node unreachable"
+        NODE_UP = "node_up", "Node reachable again"
+        MISSING = "missing", "Desired version missing; reloaded"
+        UNEXPECTED = "unexpected", "Loaded but not desired; unloaded"
+        REPAIR_FAILED = "repair_failed", "Repair failed"
+
+    cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="drift")
+    node = models.ForeignKey(TritonNode, null=True, on_delete=models.CASCADE, related_name="+")
+    model_name = models.CharField(max_length=128, blank=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    detail = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.model_name} on {self.node}"

@@ -1,0 +1,190 @@
+"""What to load on a node for a serving set, and doing it on many nodes at once.
+
+No database writes here: services read rows, build a LoadPlan, call these functions outside
+any transaction, and record the outcomes. Facts relied on (TRITON.md §1-2): one config per
+model (the highest served version's config applies to all), `version_policy: specific`
+chooses the versions, an identical config with identical files is a no-op (so a push id
+derived from the served digests makes re-applying idempotent), load is synchronous, and a
+failed load leaves the previous copy serving.
+"""
+
+import hashlib
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from django.conf import settings
+from google.protobuf import json_format, text_format
+from tritonclient.grpc import model_config_pb2
+
+from integrations.triton.client import TritonClient
+from integrations.triton.errors import TritonError
+from integrations.triton.inputs import generate_inputs
+from integrations.triton.model_config import config_for_serving
+from models_registry.models import ModelVersion
+from models_registry.storage import CHUNK, blob_open, manifest_digest
+
+T = TypeVar("T")
+
+
+class CorruptArtifact(Exception):
+    """A stored file no longer matches its recorded hash; nothing may be loaded from it."""
+
+
+@dataclass
+class LoadPlan:
+    model: str
+    versions: list[int]
+    config_json: str
+    config_dict: dict
+    files: dict[str, bytes] | None = None  # upload mode: "<version>/<path>" -> bytes
+    push_id: str = ""
+
+
+@dataclass
+class NodeOutcome:
+    ok: bool
+    load_ms: float | None = None
+    warmup_ms: float | None = None
+    error: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def push_id_for(versions: Sequence[ModelVersion]) -> str:
+    """Same served versions with the same digests -> same id -> Triton sees a no-op."""
+    text = ",".join(f"{v.version}:{v.digest}" for v in sorted(versions, key=lambda v: v.version))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _verified_bytes(entry: dict) -> bytes:
+    digest, parts = hashlib.sha256(), []
+    try:
+        handle = blob_open(entry["sha256"])
+    except FileNotFoundError:
+        raise CorruptArtifact(f"stored file {entry['path']} is missing from storage") from None
+    with handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+            parts.append(chunk)
+    if digest.hexdigest() != entry["sha256"]:
+        raise CorruptArtifact(f"stored file {entry['path']} does not match its sha256")
+    return b"".join(parts)
+
+
+def _serving_config(versions: Sequence[ModelVersion], push_id: str) -> tuple[str, dict]:
+    newest = max(versions, key=lambda v: v.version)
+    config = model_config_pb2.ModelConfig()
+    json_format.ParseDict(newest.config_json, config)
+    config.name = newest.model.name
+    text = config_for_serving(config, versions=[v.version for v in versions], push_id=push_id)
+    return text, json_format.MessageToDict(config, preserving_proto_field_name=True)
+
+
+def build_plan(versions: Sequence[ModelVersion], *, upload: bool) -> LoadPlan:
+    """The load for exactly these versions; every stored file is re-hashed first."""
+    versions = sorted(versions, key=lambda v: v.version)
+    push_id = push_id_for(versions)
+    config_json, config_dict = _serving_config(versions, push_id)
+    files: dict[str, bytes] | None = {} if upload else None
+    for version in versions:
+        if manifest_digest(version.manifest) != version.digest:
+            raise CorruptArtifact(f"{version} manifest does not match its digest")
+        for entry in version.files():
+            data = _verified_bytes(entry)
+            if files is not None:
+                files[f"{version.version}/{entry['path']}"] = data
+    return LoadPlan(
+        model=versions[0].model.name,
+        versions=[v.version for v in versions],
+        config_json=config_json,
+        config_dict=config_dict,
+        files=files,
+        push_id=push_id,
+    )
+
+
+def materialize(repository: str, versions: Sequence[ModelVersion], plan: LoadPlan) -> None:
+    """Filesystem mode: write each version folder atomically (temp folder, then rename)."""
+    model_dir = Path(repository) / plan.model
+    model_dir.mkdir(parents=True, exist_ok=True)
+    for version in versions:
+        target = model_dir / str(version.version)
+        marker = target / ".switchyard-digest"
+        if marker.exists() and marker.read_text() == version.digest:
+            continue
+        tmp = model_dir / f".tmp-{version.version}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        for entry in version.files():
+            path = tmp / entry["path"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(_verified_bytes(entry))
+        (tmp / ".switchyard-digest").write_text(version.digest)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    config = model_config_pb2.ModelConfig()
+    json_format.Parse(plan.config_json, config)
+    tmp_config = model_dir / f".config-{uuid.uuid4().hex[:8]}"
+    tmp_config.write_text(text_format.MessageToString(config))
+    os.replace(tmp_config, model_dir / "config.pbtxt")
+
+
+def client_for(node) -> TritonClient:
+    return TritonClient(
+        node.http_url,
+        node.grpc_url or None,
+        timeout_s=settings.SWITCHYARD_TRITON_TIMEOUT_S,
+        load_timeout_s=settings.SWITCHYARD_TRITON_LOAD_TIMEOUT_S,
+        metrics_url=node.metrics_url or None,
+    )
+
+
+def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutcome:
+    """Load the plan, wait until every version is READY, warm up one version; never raises."""
+    try:
+        with client_for(node) as client:
+            start = time.perf_counter()
+            client.load(plan.model, config_json=plan.config_json, files=plan.files)
+            client.wait_ready(
+                plan.model, plan.versions, timeout_s=settings.SWITCHYARD_TRITON_LOAD_TIMEOUT_S
+            )
+            load_ms = (time.perf_counter() - start) * 1000
+            warmup_ms = None
+            if warm_version is not None:
+                inputs = generate_inputs(plan.config_dict)
+                start = time.perf_counter()
+                result = client.infer(plan.model, inputs, version=warm_version)
+                warmup_ms = (time.perf_counter() - start) * 1000
+                shapes = {k: list(v.shape) for k, v in result.outputs.items()}
+                return NodeOutcome(True, load_ms, warmup_ms, extra={"output_shapes": shapes})
+            return NodeOutcome(True, load_ms, warmup_ms)
+    except TritonError as exc:
+        return NodeOutcome(False, error=str(exc))
+    except Exception as exc:  # a bug or an unexpected library error must not kill the fan-out
+        return NodeOutcome(False, error=f"{type(exc).__name__}: {exc}")
+
+
+def unload_on_node(node, model: str) -> NodeOutcome:
+    """Unload a model from one node; never raises."""
+    try:
+        with client_for(node) as client:
+            start = time.perf_counter()
+            client.unload(model)
+            return NodeOutcome(True, load_ms=(time.perf_counter() - start) * 1000)
+    except TritonError as exc:
+        return NodeOutcome(False, error=str(exc))
+
+
+def fan_out(nodes: Sequence, work: Callable[[Any], T]) -> dict[int, T]:
+    """Run `work(node)` on every node at once; {node.pk: result}."""
+    if not nodes:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
+        futures = {node.pk: pool.submit(work, node) for node in nodes}
+        return {pk: future.result() for pk, future in futures.items()}

@@ -1,0 +1,119 @@
+"""Reads of clusters, nodes, serving state and deployments (live reads from Triton included,
+with short timeouts: they are cheap and the web process may make them)."""
+
+from django.db.models import Prefetch, QuerySet
+
+from deployments import push
+from deployments.models import (
+    Deployment,
+    DeploymentNode,
+    DriftEvent,
+    ServingState,
+    ServingVersion,
+    TritonCluster,
+    TritonNode,
+)
+from integrations.triton.errors import TritonError
+from models_registry.models import Model
+
+
+def cluster_list() -> QuerySet[TritonCluster]:
+    return TritonCluster.objects.prefetch_related("nodes")
+
+
+def cluster_get(*, name: str) -> TritonCluster | None:
+    return TritonCluster.objects.prefetch_related("nodes").filter(name=name).first()
+
+
+def desired_state(*, cluster: TritonCluster) -> dict[str, list[int]]:
+    """{model name: [versions]} that must be loaded on every node of the cluster."""
+    states = (
+        ServingState.objects.filter(cluster=cluster)
+        .select_related("model")
+        .prefetch_related(
+            Prefetch("serving_versions", ServingVersion.objects.select_related("version"))
+        )
+    )
+    return {s.model.name: s.version_numbers() for s in states}
+
+
+def _node_live_status(node: TritonNode) -> dict:
+    try:
+        with push.client_for(node) as client:
+            if not client.is_live():
+                return {"reachable": False, "error": "not live", "loaded": {}}
+            loaded = client.loaded_models()
+            return {
+                "reachable": True,
+                "server_version": client.server_metadata().version,
+                "loaded": {m: sorted(int(v) for v in vs) for m, vs in loaded.items()},
+            }
+    except TritonError as exc:
+        return {"reachable": False, "error": str(exc), "loaded": {}}
+
+
+def cluster_status(*, cluster: TritonCluster) -> dict:
+    """Per node: health, server version, what is loaded, and drift from the desired state."""
+    desired = desired_state(cluster=cluster)
+    nodes = list(cluster.nodes.all())
+    live = push.fan_out(nodes, _node_live_status)
+    out = []
+    for node in nodes:
+        status = live[node.pk]
+        loaded = status["loaded"]
+        drift = {}
+        if status["reachable"]:
+            for model, versions in desired.items():
+                have = loaded.get(model, [])
+                if sorted(have) != versions:
+                    drift[model] = {"desired": versions, "loaded": have}
+        out.append(
+            {
+                "name": node.name,
+                "http_url": node.http_url,
+                **status,
+                "health": "up" if status["reachable"] else "down",
+                "drift": drift,
+            }
+        )
+    return {"cluster": cluster.name, "desired": desired, "nodes": out}
+
+
+def deployment_get(*, deployment_id: int) -> Deployment | None:
+    return (
+        Deployment.objects.select_related("cluster", "model", "version", "requested_by")
+        .prefetch_related(Prefetch("nodes", DeploymentNode.objects.select_related("node")))
+        .filter(pk=deployment_id)
+        .first()
+    )
+
+
+def deployments_recent(*, cluster: TritonCluster | None = None, limit: int = 20):
+    qs = Deployment.objects.select_related("cluster", "model", "version", "requested_by")
+    if cluster is not None:
+        qs = qs.filter(cluster=cluster)
+    return qs[:limit]
+
+
+def drift_recent(*, cluster: TritonCluster, limit: int = 20) -> QuerySet[DriftEvent]:
+    return DriftEvent.objects.filter(cluster=cluster).select_related("node")[:limit]
+
+
+def model_live_where(*, model: Model) -> list[dict]:
+    """Where each version of a model must serve: [{"cluster", "environment", "versions"}]."""
+    states = (
+        ServingState.objects.filter(model=model)
+        .select_related("cluster")
+        .prefetch_related(
+            Prefetch("serving_versions", ServingVersion.objects.select_related("version"))
+        )
+    )
+    return [
+        {
+            "cluster": s.cluster.name,
+            "environment": s.cluster.environment,
+            "versions": s.version_numbers(),
+        }
+        for s in states
+        if s.version_numbers()
+    ]

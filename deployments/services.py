@@ -1,0 +1,180 @@
+"""Writes for clusters, nodes and deployments. Triton is called outside transactions only."""
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from audit.services import audit_record
+from deployments.models import (
+    Deployment,
+    DeploymentNode,
+    ServingState,
+    ServingVersion,
+    TritonCluster,
+    TritonNode,
+)
+from models_registry.models import Model, ModelVersion
+
+
+class DeploymentError(Exception):
+    """Refused for a reason the user can fix; `field` names the input, `status` the HTTP code."""
+
+    def __init__(self, message: str, *, field: str | None = None, status: int = 400):
+        super().__init__(message)
+        self.message, self.field, self.status = message, field, status
+
+
+def _save_new(obj, *, what: str, actor, action: str, details: dict | None = None):
+    from django.core.exceptions import ValidationError
+
+    try:
+        obj.full_clean()
+    except ValidationError as exc:
+        field, messages = next(iter(exc.message_dict.items()))
+        raise DeploymentError(messages[0], field=None if field == "__all__" else field) from None
+    try:
+        with transaction.atomic():
+            obj.save()
+            audit_record(actor=actor, action=action, obj=obj, details=details or {})
+    except IntegrityError as exc:
+        raise DeploymentError(f"{what} already exists.", field="name") from exc
+    return obj
+
+
+def cluster_create(*, actor, **fields) -> TritonCluster:
+    """Register a Triton cluster; audited."""
+    cluster = TritonCluster(**fields)
+    if cluster.push_mode == TritonCluster.PushMode.FILESYSTEM and not cluster.repository_path:
+        raise DeploymentError(
+            "Filesystem push mode needs the cluster's repository path.", field="repository_path"
+        )
+    return _save_new(
+        cluster, what=f"A cluster named '{cluster.name}'", actor=actor, action="cluster.created"
+    )
+
+
+def cluster_update(*, cluster: TritonCluster, actor, **fields) -> TritonCluster:
+    """Change a cluster's settings (router, metrics, cost, ...); audited with before/after."""
+    before = {k: getattr(cluster, k) for k in fields}
+    for key, value in fields.items():
+        setattr(cluster, key, value)
+    cluster.full_clean()
+    with transaction.atomic():
+        cluster.save()
+        audit_record(
+            actor=actor,
+            action="cluster.updated",
+            obj=cluster,
+            details={"before": _plain(before), "after": _plain(fields)},
+        )
+    return cluster
+
+
+def _plain(values: dict) -> dict:
+    return {
+        k: (str(v) if not isinstance(v, dict | list | str | int | float) else v)
+        for k, v in values.items()
+    }
+
+
+def node_create(*, cluster: TritonCluster, actor, **fields) -> TritonNode:
+    """Add a node to a cluster; audited. Health is learned by reconcile."""
+    node = TritonNode(cluster=cluster, **fields)
+    return _save_new(
+        node,
+        what=f"A node named '{node.name}' in {cluster.name}",
+        actor=actor,
+        action="node.created",
+    )
+
+
+def serving_versions(*, cluster: TritonCluster, model: Model) -> list[ModelVersion]:
+    state = ServingState.objects.filter(cluster=cluster, model=model).first()
+    if state is None:
+        return []
+    return [sv.version for sv in state.serving_versions.select_related("version__model")]
+
+
+def serving_state_set(*, cluster: TritonCluster, model: Model, versions: list[ModelVersion]):
+    """Make `versions` the desired set for (cluster, model); bumps the generation."""
+    state, _ = ServingState.objects.select_for_update().get_or_create(cluster=cluster, model=model)
+    state.serving_versions.exclude(version__in=versions).delete()
+    for version in versions:
+        ServingVersion.objects.get_or_create(state=state, version=version)
+    state.generation += 1
+    state.save()
+    return state
+
+
+def _refuse_if_busy(cluster: TritonCluster, model: Model) -> None:
+    busy = Deployment.objects.filter(
+        cluster=cluster,
+        model=model,
+        status__in=[Deployment.Status.PENDING, Deployment.Status.RUNNING],
+    ).first()
+    if busy:
+        raise DeploymentError(
+            f"Deployment {busy.pk} of {model.name} on {cluster.name} is still {busy.status}; "
+            "wait for it to finish.",
+            status=409,
+        )
+
+
+def deployment_create(
+    *, cluster: TritonCluster, version: ModelVersion | None, actor, model: Model | None = None
+) -> Deployment:
+    """Record a deploy (version given) or unload (version None) and queue it; audited."""
+    model = version.model if version is not None else model
+    nodes = list(cluster.nodes.all())
+    if not nodes:
+        raise DeploymentError(f"Cluster {cluster.name} has no nodes.", field="cluster")
+    with transaction.atomic():
+        TritonCluster.objects.select_for_update().get(pk=cluster.pk)
+        _refuse_if_busy(cluster, model)
+        previous = [v.version for v in serving_versions(cluster=cluster, model=model)]
+        deployment = Deployment.objects.create(
+            cluster=cluster,
+            model=model,
+            version=version,
+            requested_by=actor,
+            kind=Deployment.Kind.DEPLOY if version else Deployment.Kind.UNLOAD,
+            previous_versions=previous,
+            target_versions=[version.version] if version else [],
+        )
+        DeploymentNode.objects.bulk_create(
+            DeploymentNode(deployment=deployment, node=node) for node in nodes
+        )
+        audit_record(
+            actor=actor,
+            action=f"deployment.{deployment.kind}_requested",
+            obj=deployment,
+            details={"previous": previous},
+        )
+        transaction.on_commit(lambda: _enqueue(deployment.pk))
+    return deployment
+
+
+def _enqueue(deployment_id: int) -> None:
+    from deployments.tasks import run_deployment
+
+    run_deployment.delay(deployment_id)
+
+
+def deployment_node_record(deployment: Deployment, node, **fields) -> None:
+    DeploymentNode.objects.filter(deployment=deployment, node=node).update(
+        updated_at=timezone.now(), **fields
+    )
+
+
+def deployment_finish(deployment: Deployment, *, ok: bool, error: str = "") -> Deployment:
+    with transaction.atomic():
+        deployment.status = Deployment.Status.SUCCEEDED if ok else Deployment.Status.FAILED
+        deployment.error = error
+        deployment.finished_at = timezone.now()
+        deployment.save(update_fields=["status", "error", "finished_at"])
+        audit_record(
+            actor=None,
+            action=f"deployment.{deployment.status}",
+            obj=deployment,
+            details={"error": error} if error else {},
+        )
+    return deployment

@@ -1,0 +1,28 @@
+"""Deployment tasks: ids in, one service call, safe to run twice."""
+
+from celery import shared_task
+
+from deployments.executor import deployment_run
+from deployments.models import TritonCluster
+from deployments.reconcile import cluster_reconcile
+from deployments.smoke import model_version_smoke_validate
+
+
+@shared_task(name="deployments.run_deployment", acks_late=True, soft_time_limit=600, time_limit=660)
+def run_deployment(deployment_id: int) -> str:
+    """Carry out one deployment; a finished one is left as it is."""
+    return deployment_run(deployment_id=deployment_id).status
+
+
+@shared_task(
+    name="deployments.reconcile_all", soft_time_limit=60, time_limit=90, ignore_result=True
+)
+def reconcile_all() -> int:
+    """One reconcile pass over every cluster; returns how many drift events it recorded."""
+    return sum(len(cluster_reconcile(cluster=c)) for c in TritonCluster.objects.all())
+
+
+@shared_task(name="deployments.smoke_validate", soft_time_limit=300, time_limit=330)
+def smoke_validate(version_id: int) -> dict | None:
+    """Smoke-test a newly registered version on a staging node (re-running repeats the test)."""
+    return model_version_smoke_validate(version_id=version_id)

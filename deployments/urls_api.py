@@ -1,0 +1,21 @@
+from django.urls import path
+
+from deployments import apis
+
+urlpatterns = [
+    path("clusters/", apis.ClusterListCreateApi.as_view(), name="api-clusters"),
+    path("clusters/<str:name>/", apis.ClusterDetailApi.as_view(), name="api-cluster"),
+    path("clusters/<str:name>/nodes/", apis.NodeListCreateApi.as_view(), name="api-cluster-nodes"),
+    path("clusters/<str:name>/status/", apis.ClusterStatusApi.as_view(), name="api-cluster-status"),
+    path(
+        "clusters/<str:name>/models/<str:model>/unload/",
+        apis.ModelUnloadApi.as_view(),
+        name="api-cluster-model-unload",
+    ),
+    path("deployments/", apis.DeploymentCreateApi.as_view(), name="api-deployments"),
+    path(
+        "deployments/<int:deployment_id>/",
+        apis.DeploymentDetailApi.as_view(),
+        name="api-deployment",
+    ),
+]

@@ -1,0 +1,161 @@
+"""The router's access log: the format nginx writes, a parser, a summary per version, a tail.
+
+Release gates need what the router saw, not only Triton's counters: Triton counts a python
+model's per-request error responses as successes (TRITON.md §3), while the router sees the
+HTTP status every client got. One JSON object per line (nginx `escape=json`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+# name in the log line -> nginx variable. `sy_*` are set by the rendered config.
+LOG_FIELDS: dict[str, str] = {
+    "ts": "$msec",
+    "time": "$time_iso8601",
+    "method": "$request_method",
+    "request_uri": "$request_uri",  # as the client sent it (unversioned for routed models)
+    "uri": "$uri",  # after the router's rewrite (carries the chosen version)
+    "status": "$status",
+    "upstream_status": "$upstream_status",
+    "request_time": "$request_time",
+    "upstream_response_time": "$upstream_response_time",
+    "upstream_addr": "$upstream_addr",
+    "model": "$sy_model",
+    "version": "$sy_version",
+    "sticky_key": "$sy_sticky",
+    "request_id": "$request_id",
+}
+
+
+def log_format() -> str:
+    """The body of nginx's `log_format ... escape=json '<this>'` directive."""
+    return "{" + ",".join(f'"{name}":"{var}"' for name, var in LOG_FIELDS.items()) + "}"
+
+
+@dataclass(frozen=True)
+class AccessLogEntry:
+    """One request as the router logged it."""
+
+    ts: float  # epoch seconds when the log line was written
+    method: str
+    request_uri: str
+    uri: str
+    status: int
+    upstream_status: str  # "200", "502, 200" after a retry, "" when no upstream was used
+    request_time_s: float
+    upstream_response_time: str
+    upstream_addr: str
+    model: str  # "" unless the request went through a route
+    version: int | None
+    sticky_key: str
+    request_id: str
+
+    @property
+    def is_error(self) -> bool:
+        """A server-side failure: nginx or the answering upstream returned 5xx."""
+        last_upstream = self.upstream_status.rsplit(",", 1)[-1].strip()
+        return self.status >= 500 or (last_upstream.isdigit() and int(last_upstream) >= 500)
+
+    @property
+    def is_client_error(self) -> bool:
+        return 400 <= self.status < 500
+
+
+def parse_line(line: str) -> AccessLogEntry | None:
+    """One log line -> entry; None for a blank, truncated or foreign line."""
+    try:
+        raw = json.loads(line)
+        version = raw.get("version", "")
+        return AccessLogEntry(
+            ts=float(raw["ts"]),
+            method=raw.get("method", ""),
+            request_uri=raw.get("request_uri", ""),
+            uri=raw.get("uri", ""),
+            status=int(raw["status"]),
+            upstream_status=_dash_to_empty(raw.get("upstream_status", "")),
+            request_time_s=float(raw.get("request_time") or 0.0),
+            upstream_response_time=_dash_to_empty(raw.get("upstream_response_time", "")),
+            upstream_addr=_dash_to_empty(raw.get("upstream_addr", "")),
+            model=raw.get("model", ""),
+            version=int(version) if str(version).isdigit() else None,
+            sticky_key=raw.get("sticky_key", ""),
+            request_id=raw.get("request_id", ""),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def parse_lines(lines: Iterable[str]) -> list[AccessLogEntry]:
+    """Every parseable line, in order; others are skipped."""
+    return [entry for entry in map(parse_line, lines) if entry is not None]
+
+
+def summarize(
+    lines: Iterable[str], since: float | datetime | None = None
+) -> dict[tuple[str, int], dict[str, float]]:
+    """Routed requests per (model, version) since a time: counts, errors and latency in ms."""
+    cutoff = since.timestamp() if isinstance(since, datetime) else since
+    latencies: dict[tuple[str, int], list[float]] = {}
+    summary: dict[tuple[str, int], dict[str, float]] = {}
+    for entry in parse_lines(lines):
+        if not entry.model or entry.version is None:
+            continue
+        if cutoff is not None and entry.ts < cutoff:
+            continue
+        key = (entry.model, entry.version)
+        row = summary.setdefault(key, {"requests": 0, "errors": 0, "client_errors": 0})
+        row["requests"] += 1
+        row["errors"] += entry.is_error
+        row["client_errors"] += entry.is_client_error
+        latencies.setdefault(key, []).append(entry.request_time_s * 1000.0)
+    for key, row in summary.items():
+        row["latency_ms_avg"] = sum(latencies[key]) / len(latencies[key])
+        row["latency_ms_p99"] = percentile(latencies[key], 99.0)
+    return summary
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100.0 * len(ordered)))
+    return ordered[rank - 1]
+
+
+class AccessLogTail:
+    """Reads the lines appended to a log since the last read (no rotation handling)."""
+
+    def __init__(self, path: str | Path, offset: int = 0) -> None:
+        self.path = Path(path)
+        self.offset = offset
+
+    @classmethod
+    def from_end(cls, path: str | Path) -> AccessLogTail:
+        """A tail that skips everything already in the file."""
+        path = Path(path)
+        return cls(path, path.stat().st_size if path.exists() else 0)
+
+    def read_lines(self) -> list[str]:
+        """Complete new lines; a half-written last line waits for the next call."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        return data[:end].decode("utf-8", errors="replace").splitlines()
+
+    def read_entries(self) -> list[AccessLogEntry]:
+        """`read_lines`, parsed."""
+        return parse_lines(self.read_lines())
+
+
+def _dash_to_empty(value: str) -> str:
+    return "" if value == "-" else value

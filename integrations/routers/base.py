@@ -1,0 +1,159 @@
+"""The traffic-router interface: desired split per model, the driver protocol, its errors.
+
+A router sits in front of a cluster's Triton nodes and splits each released model's
+*unversioned* inference traffic (`POST /v2/models/<m>/infer`) across explicit versions,
+because Triton itself answers that URL with the highest READY version (TRITON.md §2.2).
+Everything else passes through untouched. Plain Python, no Django.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import urlsplit
+
+MODEL_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+HEADER_NAME = re.compile(r"[A-Za-z0-9-]+")
+
+
+class RouterError(Exception):
+    """A router refused or failed an operation: `message` says what, `detail` shows why."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail.strip()
+
+    def __str__(self) -> str:
+        return f"{self.message}\n{self.detail}" if self.detail else self.message
+
+
+@dataclass(frozen=True)
+class ModelRoute:
+    """How one model's unversioned inference traffic is split across its versions."""
+
+    model: str
+    weights: dict[int, float]  # version -> percent, sums to 100; 0 means no traffic
+    sticky_header: str | None = None  # same header value -> same version; absent -> per request
+
+    def __post_init__(self) -> None:
+        check_route(self)
+
+    def live_weights(self) -> dict[int, float]:
+        """The versions that get traffic, ascending, as percentages rounded to 0.01."""
+        rounded = {v: round(float(w), 2) for v, w in sorted(self.weights.items())}
+        return {v: w for v, w in rounded.items() if w > 0}
+
+    def pinned_version(self) -> int | None:
+        """The version that takes all traffic, or None for a weighted split."""
+        live = self.live_weights()
+        return next(iter(live)) if len(live) == 1 else None
+
+
+@dataclass(frozen=True)
+class RouterState:
+    """Desired router state: the Triton nodes and the models under release."""
+
+    upstreams: list[str]  # Triton node HTTP base URLs, e.g. "http://127.0.0.1:8000"
+    routes: list[ModelRoute] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for url in self.upstreams:
+            upstream_address(url)
+        names = [route.model for route in self.routes]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise RouterError(f"Each model may have one route; repeated: {', '.join(duplicates)}.")
+
+    def to_json(self) -> dict:
+        """A JSON-safe dict that `from_json` turns back into an equal state."""
+        return {
+            "upstreams": list(self.upstreams),
+            "routes": [
+                {
+                    "model": r.model,
+                    "weights": {str(v): w for v, w in sorted(r.weights.items())},
+                    "sticky_header": r.sticky_header,
+                }
+                for r in self.routes
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> RouterState:
+        """The inverse of `to_json`."""
+        routes = [
+            ModelRoute(
+                model=r["model"],
+                weights={int(v): float(w) for v, w in r["weights"].items()},
+                sticky_header=r.get("sticky_header"),
+            )
+            for r in data.get("routes", [])
+        ]
+        return cls(upstreams=list(data["upstreams"]), routes=routes)
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What `apply` did: `changed` is False when the state was already in force."""
+
+    changed: bool
+    generation: str | None = None  # the config's identity, where the driver has one
+    started: bool = False  # True when apply had to start the router process
+
+
+class RouterDriver(Protocol):
+    name: str
+
+    def apply(self, state: RouterState) -> ApplyResult: ...
+
+    def current(self) -> RouterState | None: ...
+
+    def stop(self) -> None: ...
+
+
+def check_route(route: ModelRoute) -> None:
+    """Raise RouterError unless the route's name, versions, weights and header are usable."""
+    if not MODEL_NAME.fullmatch(route.model or ""):
+        raise RouterError(
+            f"Model name {route.model!r} may only use letters, digits, '_', '.', '-'."
+        )
+    if route.sticky_header is not None and not HEADER_NAME.fullmatch(route.sticky_header):
+        raise RouterError(f"Sticky header {route.sticky_header!r} is not a valid header name.")
+    if not route.weights:
+        raise RouterError(f"Route of {route.model} names no versions.")
+    for version, weight in route.weights.items():
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise RouterError(f"Route of {route.model}: version {version!r} is not a positive int.")
+        if not math.isfinite(weight) or weight < 0:
+            raise RouterError(f"Route of {route.model}: weight {weight!r} must be 0 or more.")
+    total = sum(route.weights.values())
+    if abs(total - 100.0) > 0.01:
+        raise RouterError(f"Route of {route.model}: weights add up to {total:g}%, not 100%.")
+
+
+def upstream_address(url: str) -> str:
+    """'http://host:port' -> 'host:port', or RouterError for anything else."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or not parts.hostname or port is None or parts.path not in ("", "/"):
+        raise RouterError(f"Upstream {url!r} must look like http://host:port.")
+    return f"{parts.hostname}:{port}"
+
+
+def get_driver(kind: str, **settings) -> RouterDriver:
+    """The router driver of that kind ("nginx" or "none") built from its settings."""
+    if kind == "nginx":
+        from integrations.routers.nginx import NginxRouter
+
+        return NginxRouter(**settings)
+    if kind == "none":
+        from integrations.routers.none import NoRouter
+
+        return NoRouter(**settings)
+    raise RouterError(f"Unknown router kind {kind!r}; use 'nginx' or 'none'.")

@@ -1,0 +1,387 @@
+"""nginx as the traffic router: render a whole nginx.conf, check it, swap it in, reload.
+
+Facts this relies on (STACK_NOTES.md, "nginx as the traffic router (measured)"):
+* `split_clients` refuses 0%, so zero-weight versions are left out; the last entry is `*`.
+* `nginx -s reload` loses no request on new connections; a client reusing a kept-alive
+  connection may see it closed at the reload instant before any response byte (safe to
+  retry once). A failed reload leaves the old config serving, and `nginx -t` runs first.
+* Triton answers unversioned requests with its highest READY version (TRITON.md §2.2), so
+  every route rewrites, even one at 100%: that pins the baseline before a candidate loads.
+Everything nginx writes (pid, logs, temp files) stays under the driver's prefix folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from integrations.routers.access_log import log_format
+from integrations.routers.base import (
+    ApplyResult,
+    ModelRoute,
+    RouterError,
+    RouterState,
+    upstream_address,
+)
+
+STATUS_PATH = "/__switchyard/router"
+STATE_MARK = "# switchyard-state: "
+_GENERATION = "@@GENERATION@@"
+_TEMP_PATHS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+_UNSAFE_PATH_CHARS = set("\"'$;{}\\\n\r\t")
+
+
+def render_config(
+    state: RouterState, *, listen: str, prefix_dir: str | Path, user: str | None = None
+) -> str:
+    """The complete nginx.conf for a state; the same inputs always give the same text."""
+    prefix = _checked_prefix(prefix_dir)
+    host, port = parse_listen(listen)
+    text = "\n".join(
+        [
+            "# Rendered by Switchyard (integrations/routers/nginx.py); apply() overwrites it.",
+            STATE_MARK + json.dumps(state.to_json(), sort_keys=True),
+            *([f"user {user};"] if user else []),
+            "worker_processes 1;",
+            "daemon on;",
+            f'pid "{prefix}/nginx.pid";',
+            f'error_log "{prefix}/logs/error.log" warn;',
+            "worker_shutdown_timeout 10s;",
+            "events {\n    worker_connections 1024;\n}",
+            "http {",
+            _indent(_http_settings(prefix)),
+            _indent(_upstream(state.upstreams)),
+            *(_indent(_split(route, i)) for i, route in enumerate(state.routes)),
+            _indent(_server(state.routes, f"{host}:{port}")),
+            "}",
+            "",
+        ]
+    )
+    generation = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return text.replace(_GENERATION, generation)
+
+
+def config_generation(config: str) -> str | None:
+    """The generation a rendered config reports on its status location."""
+    marker = f"location = {STATUS_PATH} {{"
+    if marker not in config:
+        return None
+    after = config.split(marker, 1)[1]
+    return after.split('return 200 "', 1)[1].split("\\n", 1)[0]
+
+
+def config_state(config: str) -> RouterState | None:
+    """The RouterState a rendered config was made from (kept in a comment line)."""
+    for line in config.splitlines():
+        if line.startswith(STATE_MARK):
+            return RouterState.from_json(json.loads(line[len(STATE_MARK) :]))
+    return None
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """'127.0.0.1:8080' -> ('127.0.0.1', 8080); the router listens on loopback only."""
+    host, _, port = listen.rpartition(":")
+    if host != "127.0.0.1" or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RouterError(f"Router listen address {listen!r} must be 127.0.0.1:<port>.")
+    return host, int(port)
+
+
+def percent(weight: float) -> str:
+    """12.5 -> '12.5%', 80.0 -> '80%': at most two decimals, as split_clients accepts."""
+    return f"{weight:.2f}".rstrip("0").rstrip(".") + "%"
+
+
+def _http_settings(prefix: str) -> str:
+    temp = [f'{name}_temp_path "{prefix}/temp/{name}";' for name in _TEMP_PATHS]
+    return "\n".join(
+        [
+            "default_type application/octet-stream;",
+            *temp,
+            # Inference bodies can be large; Triton enforces its own limits.
+            "client_max_body_size 0;",
+            "server_tokens off;",
+            f"log_format switchyard escape=json '{log_format()}';",
+            f'access_log "{prefix}/logs/access.log" switchyard;',
+        ]
+    )
+
+
+def _upstream(upstreams: list[str]) -> str:
+    servers = "".join(f"    server {upstream_address(url)};\n" for url in upstreams)
+    return f"upstream triton {{\n{servers}    keepalive 32;\n}}"
+
+
+def _split(route: ModelRoute, index: int) -> str:
+    """The map (sticky only) and split_clients that choose `$sy_version_<index>`."""
+    key = "$request_id"
+    blocks = [f"# route {index}: {route.model}"]
+    if route.pinned_version() is not None:
+        return blocks[0] + f", pinned to version {route.pinned_version()}"
+    if route.sticky_header:
+        header = "$http_" + route.sticky_header.lower().replace("-", "_")
+        key = f"$sy_key_{index}"
+        # Requests without the header are split per request, not all into one bucket.
+        blocks.append(f'map {header} {key} {{\n    "" $request_id;\n    default {header};\n}}')
+    live = list(route.live_weights().items())
+    entries = [f"    {percent(w)} {v};" for v, w in live[:-1]] + [f"    * {live[-1][0]};"]
+    blocks.append(f'split_clients "{key}" $sy_version_{index} {{\n' + "\n".join(entries) + "\n}")
+    return "\n".join(blocks)
+
+
+def _server(routes: list[ModelRoute], listen: str) -> str:
+    lines = [
+        f"listen {listen};",
+        # Defaults for the log; routed locations override them.
+        'set $sy_model "";',
+        'set $sy_version "";',
+        'set $sy_sticky "";',
+        "proxy_http_version 1.1;",
+        'proxy_set_header Connection "";',
+        "proxy_set_header X-Request-Id $request_id;",
+        f"location = {STATUS_PATH} {{",
+        "    access_log off;",
+        "    default_type text/plain;",
+        f'    return 200 "{_GENERATION}\\n";',
+        "}",
+    ]
+    for index, route in enumerate(routes):
+        lines += _route_location(route, index)
+    lines += ["location / {", "    proxy_pass http://triton;", "}"]
+    return "server {\n" + _indent("\n".join(lines)) + "\n}"
+
+
+def _route_location(route: ModelRoute, index: int) -> list[str]:
+    model = route.model  # [A-Za-z0-9_.-]+: literal in an exact-match location and a rewrite
+    pinned = route.pinned_version()
+    sticky = "$http_" + route.sticky_header.lower().replace("-", "_") if route.sticky_header else ""
+    return [
+        f"location = /v2/models/{model}/infer {{",
+        f'    set $sy_model "{model}";',
+        f"    set $sy_version {pinned or f'$sy_version_{index}'};",
+        *([f"    set $sy_sticky {sticky};"] if sticky else []),
+        f"    rewrite ^ /v2/models/{model}/versions/$sy_version/infer break;",
+        "    proxy_pass http://triton;",
+        "}",
+    ]
+
+
+def _indent(block: str) -> str:
+    return "\n".join(f"    {line}" if line else line for line in block.splitlines())
+
+
+def _checked_prefix(prefix_dir: str | Path) -> str:
+    prefix = str(prefix_dir).rstrip("/")
+    if not os.path.isabs(prefix) or _UNSAFE_PATH_CHARS & set(prefix):
+        raise RouterError(f"Router prefix {prefix_dir!r} must be an absolute, plain path.")
+    return prefix
+
+
+class NginxRouter:
+    """Drives one nginx process of its own, configured and reloaded from a RouterState."""
+
+    name = "nginx"
+
+    def __init__(
+        self,
+        *,
+        prefix_dir: str | Path,
+        listen: str,
+        nginx_binary: str | None = None,
+        ready_timeout_s: float = 10.0,
+    ) -> None:
+        self.prefix = Path(_checked_prefix(Path(prefix_dir).absolute()))
+        self.host, self.port = parse_listen(listen)
+        self.listen = listen
+        self.binary = nginx_binary or shutil.which("nginx") or "/usr/sbin/nginx"
+        self.ready_timeout_s = ready_timeout_s
+
+    @property
+    def config_path(self) -> Path:
+        return self.prefix / "nginx.conf"
+
+    @property
+    def access_log_path(self) -> Path:
+        return self.prefix / "logs" / "access.log"
+
+    @property
+    def error_log_path(self) -> Path:
+        return self.prefix / "logs" / "error.log"
+
+    def render(self, state: RouterState) -> str:
+        """This router's config for a state (workers run as root only when nginx does)."""
+        user = pwd.getpwuid(0).pw_name if os.geteuid() == 0 else None
+        return render_config(state, listen=self.listen, prefix_dir=self.prefix, user=user)
+
+    def apply(self, state: RouterState) -> ApplyResult:
+        """Make `state` the live config; returns once nginx serves it (no-op when it already is)."""
+        config = self.render(state)
+        generation = config_generation(config)
+        running = self.master_pid() is not None
+        if running and self._read_config() == config and self.live_generation() == generation:
+            return ApplyResult(changed=False, generation=generation)
+        self._install(config)
+        if running:
+            self._nginx("-s", "reload", what="nginx refused to reload")
+        else:
+            self._start()
+        self._wait_for_generation(generation)
+        return ApplyResult(changed=True, generation=generation, started=not running)
+
+    def current(self) -> RouterState | None:
+        """The state nginx serves now, or None when it is not running or not in sync."""
+        config = self._read_config()
+        if self.master_pid() is None or config is None:
+            return None
+        if self.live_generation() != config_generation(config):
+            return None
+        return config_state(config)
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """Quit nginx gracefully, kill what lingers; no process of this router is left."""
+        pid = self.master_pid()
+        if pid is None:
+            return
+        workers = _children(pid)
+        with contextlib.suppress(RouterError):
+            self._nginx("-s", "quit", what="nginx refused to quit")
+        if not _wait_gone([pid, *workers], timeout_s):
+            for victim in [pid, *workers, *_children(pid)]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(victim, signal.SIGKILL)
+            _wait_gone([pid, *workers], 5.0)
+        with contextlib.suppress(FileNotFoundError):
+            (self.prefix / "nginx.pid").unlink()
+
+    def master_pid(self) -> int | None:
+        """The pid of this router's nginx master when it is alive."""
+        try:
+            pid = int((self.prefix / "nginx.pid").read_text().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if _is_alive(pid) and str(self.prefix) in _cmdline(pid) else None
+
+    def live_generation(self, timeout_s: float = 1.0) -> str | None:
+        """The generation the running nginx reports, or None when it does not answer."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
+        try:
+            conn.request("GET", STATUS_PATH)
+            response = conn.getresponse()
+            body = response.read().decode(errors="replace").strip()
+            return body if response.status == 200 else None
+        except OSError:
+            return None
+        finally:
+            conn.close()
+
+    def _install(self, config: str) -> None:
+        """Check the config with `nginx -t` from a temp file, then rename it into place."""
+        for folder in ("logs", "temp"):
+            (self.prefix / folder).mkdir(parents=True, exist_ok=True)
+        candidate = self.prefix / f"nginx.conf.{os.getpid()}.tmp"
+        candidate.write_text(config)
+        try:
+            self._nginx("-t", config=candidate, what="nginx refused the router config")
+            os.replace(candidate, self.config_path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                candidate.unlink()
+
+    def _start(self) -> None:
+        # The daemon may keep inherited descriptors, so its output goes to a file, not a pipe.
+        out_path = self.prefix / "logs" / "start.out"
+        with open(out_path, "wb") as out:
+            rc = subprocess.run(
+                self._command(self.config_path),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=30,
+            ).returncode
+        if rc != 0:
+            raise RouterError("nginx did not start.", out_path.read_text(errors="replace"))
+
+    def _nginx(self, *args: str, what: str, config: Path | None = None) -> str:
+        cmd = self._command(config or self.config_path, *args)
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise RouterError(f"{what}.", str(exc)) from exc
+        if done.returncode != 0:
+            raise RouterError(f"{what}.", done.stderr + done.stdout)
+        return done.stderr + done.stdout
+
+    def _command(self, config: Path, *args: str) -> list[str]:
+        # -e keeps nginx off its compiled-in /var/log path before it has read the config.
+        cli_log = str(self.prefix / "logs" / "nginx-cli.log")
+        return [self.binary, "-p", f"{self.prefix}/", "-c", str(config), "-e", cli_log, *args]
+
+    def _read_config(self) -> str | None:
+        try:
+            return self.config_path.read_text()
+        except FileNotFoundError:
+            return None
+
+    def _wait_for_generation(self, generation: str | None) -> None:
+        deadline = time.monotonic() + self.ready_timeout_s
+        while time.monotonic() < deadline:
+            if self.live_generation() == generation:
+                return
+            time.sleep(0.05)
+        tail = _tail(self.error_log_path)
+        raise RouterError(f"nginx did not serve config {generation} within the timeout.", tail)
+
+
+def _is_alive(pid: int) -> bool:
+    """True for a running process; a zombie (exited, not yet reaped) counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _children(pid: int) -> list[int]:
+    """Live processes whose parent is `pid` (nginx workers of a master)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_gone(pids: list[int], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(_is_alive(pid) for pid in pids):
+            return True
+        time.sleep(0.05)
+    return not any(_is_alive(pid) for pid in pids)
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""

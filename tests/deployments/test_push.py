@@ -1,0 +1,347 @@
+"""Fleet push, unload, reconcile and smoke validation against 3 real Triton nodes."""
+
+import io
+import os
+import time
+
+import numpy as np
+import pytest
+from rest_framework.test import APIClient
+
+from deployments.executor import deployment_run
+from deployments.models import Deployment, DriftEvent, ServingState
+from deployments.reconcile import cluster_reconcile
+from deployments.services import cluster_create, deployment_create, node_create
+from deployments.smoke import model_version_smoke_validate
+from integrations.triton.client import TritonClient
+from integrations.triton.local import start_cluster
+from models_registry.models import ModelVersion
+from models_registry.services import model_create, model_version_register, team_create
+from models_registry.storage import blob_path
+from tests.registry.archives import example_entries, tar_gz
+
+pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """Three real nodes of our own (faults are injected here, never on the shared nodes);
+    they also share one model repository for the filesystem push mode."""
+    work = tmp_path_factory.mktemp("fleet")
+    shared = work / "shared-repo"
+    shared.mkdir()
+    cluster = start_cluster(3, work, extra_args=[f"--model-repository={shared}"])
+    cluster.shared_repository = shared
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def world(fleet, settings, tmp_path, make_user):
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
+    rita = make_user("rita", role="release-managers")
+    ada = make_user("ada", role="algorithm")
+    team_create(name="fraud", actor=ada)
+    return {"rita": rita, "ada": ada, "fleet": fleet}
+
+
+def _register(model, user, variant: int, example="risk_score"):
+    archive = io.BytesIO(tar_gz(example_entries(example, variant)))
+    return model_version_register(model=model, archive=archive, actor=user)
+
+
+def _cluster(world, name="prod", mode="upload", environment="production"):
+    extra = {"repository_path": str(world["fleet"].shared_repository)} if mode != "upload" else {}
+    cluster = cluster_create(
+        actor=world["rita"],
+        name=name,
+        environment=environment,
+        push_mode=mode,
+        router={"driver": "none"},
+        **extra,
+    )
+    for node in world["fleet"].nodes:
+        node_create(
+            cluster=cluster,
+            actor=world["rita"],
+            name=node.name,
+            http_url=node.http_url,
+            grpc_url=node.grpc_url,
+            metrics_url=node.metrics_url,
+        )
+    return cluster
+
+
+def _deploy(cluster, version, actor) -> Deployment:
+    deployment = deployment_create(cluster=cluster, version=version, actor=actor)
+    return deployment_run(deployment_id=deployment.pk)
+
+
+def _loaded(node, model: str) -> set[str]:
+    with TritonClient(node.http_url, node.grpc_url) as client:
+        return client.loaded_models().get(model, set())
+
+
+def _answering_version(node, model: str) -> str:
+    with TritonClient(node.http_url, node.grpc_url) as client:
+        features = np.random.default_rng(1).normal(size=(1, 128)).astype(np.float32)
+        return client.infer(model, {"FEATURES": features}).model_version
+
+
+def test_upload_push_serves_the_version_on_every_node_then_replaces_it(world):
+    model = model_create(name="risk_score", team="fraud", actor=world["ada"])
+    v1, v2 = _register(model, world["ada"], 1), _register(model, world["ada"], 2)
+    cluster = _cluster(world)
+
+    first = _deploy(cluster, v1, world["rita"])
+    assert first.status == "succeeded", first.error
+    for row in first.nodes.all():
+        assert row.status == "ready" and row.load_ms > 0 and row.warmup_ms > 0
+    for node in world["fleet"].nodes:
+        assert _loaded(node, "risk_score") == {"1"}
+        assert _answering_version(node, "risk_score") == "1"
+
+    second = _deploy(cluster, v2, world["rita"])
+    assert second.status == "succeeded", second.error
+    assert second.previous_versions == [1] and second.target_versions == [2]
+    for node in world["fleet"].nodes:
+        assert _loaded(node, "risk_score") == {"2"}  # v1 retired after the drain
+        assert _answering_version(node, "risk_score") == "2"
+    state = ServingState.objects.get(cluster=cluster, model=model)
+    assert state.version_numbers() == [2]
+
+    # Deleting a serving version is refused with the cluster named; then unload frees it.
+    api = APIClient()
+    api.force_authenticate(world["ada"])
+    refused = api.delete("/api/v1/models/risk_score/versions/2/")
+    assert refused.status_code == 409
+    assert "serving on prod" in refused.json()["errors"][0]["message"]
+    unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
+    assert deployment_run(deployment_id=unload.pk).status == "succeeded"
+    for node in world["fleet"].nodes:
+        assert _loaded(node, "risk_score") == set()
+    assert api.delete("/api/v1/models/risk_score/versions/2/").status_code == 204
+    assert ModelVersion.objects.filter(model=model, version=2).count() == 0
+
+
+def test_filesystem_push_writes_the_repository_atomically_and_serves(world):
+    team_create(name="support", actor=world["ada"])
+    model = model_create(name="ticket_router", team="support", actor=world["ada"])
+    version = _register(model, world["ada"], 1, example="ticket_router")
+    cluster = _cluster(world, name="fs", mode="filesystem")
+    deployment = _deploy(cluster, version, world["rita"])
+    assert deployment.status == "succeeded", deployment.error
+    folder = world["fleet"].shared_repository / "ticket_router"
+    assert (folder / "1" / "model.py").exists() and (folder / "config.pbtxt").exists()
+    assert not [p for p in folder.iterdir() if p.name.startswith(".tmp-")]
+    for node in world["fleet"].nodes:
+        assert _loaded(node, "ticket_router") == {"1"}
+        with TritonClient(node.http_url, node.grpc_url) as client:
+            index = {(e.name, e.version, e.state) for e in client.repository_index()}
+        assert ("ticket_router", "1", "READY") in index  # from disk, so in the index
+    unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
+    assert deployment_run(deployment_id=unload.pk).status == "succeeded"
+
+
+def test_node_down_during_a_push_fails_clearly_and_others_keep_the_previous_state(world):
+    fleet = world["fleet"]
+    model = model_create(name="risk_kill", team="fraud", actor=world["ada"])
+    # The registry checks the config's name against the model: register under this name.
+    v1 = _register_renamed(model, world["ada"], 1)
+    v2 = _register_renamed(model, world["ada"], 2)
+    cluster = _cluster(world, name="killed")
+    assert _deploy(cluster, v1, world["rita"]).status == "succeeded"
+
+    victim = fleet.nodes[2]
+    fleet.kill(victim)
+    try:
+        failed = _deploy(cluster, v2, world["rita"])
+        assert failed.status == "failed"
+        assert f"{victim.name}:" in failed.error and "1 of 3 node(s)" in failed.error
+        rows = {r.node.name: r for r in failed.nodes.select_related("node")}
+        assert rows[victim.name].status == "failed" and rows[victim.name].error
+        for node in fleet.nodes[:2]:
+            assert rows[node.name].status == "reverted"
+            assert _loaded(node, "risk_kill") == {"1"}
+            assert _answering_version(node, "risk_kill") == "1"
+        assert ServingState.objects.get(cluster=cluster, model=model).version_numbers() == [1]
+
+        # Reconcile marks the dead node down once, not on every pass.
+        cluster_reconcile(cluster=cluster)
+        cluster_reconcile(cluster=cluster)
+        assert DriftEvent.objects.filter(cluster=cluster, kind="node_down").count() == 1
+    finally:
+        fleet.restart(victim)
+    # The node is back, empty (explicit mode): the next pass rehydrates it.
+    assert _loaded(victim, "risk_kill") == set()
+    cluster_reconcile(cluster=cluster)
+    assert _loaded(victim, "risk_kill") == {"1"}
+    kinds = set(DriftEvent.objects.filter(cluster=cluster).values_list("kind", flat=True))
+    assert {"node_down", "node_up", "missing"} <= kinds
+    assert cluster_reconcile(cluster=cluster) == []  # in sync: nothing more to do
+
+
+def _register_renamed(model, user, variant: int):
+    entries = example_entries("risk_score", variant)
+    config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
+    archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
+    return model_version_register(model=model, archive=archive, actor=user)
+
+
+def test_reconcile_retires_versions_loaded_behind_switchyards_back(world):
+    fleet = world["fleet"]
+    model = model_create(name="risk_drift", team="fraud", actor=world["ada"])
+    v1 = _register_renamed(model, world["ada"], 1)
+    v2 = _register_renamed(model, world["ada"], 2)
+    cluster = _cluster(world, name="drift")
+    assert _deploy(cluster, v2, world["rita"]).status == "succeeded"
+    # Someone loads v1 and v2 by hand on one node.
+    from deployments.push import apply_on_node, build_plan
+
+    node_row = cluster.nodes.get(name=fleet.nodes[0].name)
+    assert apply_on_node(node_row, build_plan([v1, v2], upload=True), warm_version=None).ok
+    assert _loaded(fleet.nodes[0], "risk_drift") == {"1", "2"}
+    events = cluster_reconcile(cluster=cluster)
+    assert [(e.kind, e.model_name) for e in events] == [("unexpected", "risk_drift")]
+    assert _loaded(fleet.nodes[0], "risk_drift") == {"2"}
+    unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
+    assert deployment_run(deployment_id=unload.pk).status == "succeeded"
+
+
+def test_corrupted_stored_file_is_refused_before_any_load(world):
+    model = model_create(name="risk_corrupt", team="fraud", actor=world["ada"])
+    v1 = _register_renamed(model, world["ada"], 1)
+    cluster = _cluster(world, name="corrupt")
+    entry = next(e for e in v1.manifest if e["path"] == "weights.npz")
+    path = blob_path(entry["sha256"])
+    os.chmod(path, 0o644)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte, as a bad disk would
+    path.write_bytes(bytes(data))
+    deployment = _deploy(cluster, v1, world["rita"])
+    assert deployment.status == "failed"
+    assert "Refused before any load" in deployment.error and "weights.npz" in deployment.error
+    assert set(deployment.nodes.values_list("status", flat=True)) == {"skipped"}
+    for node in world["fleet"].nodes:
+        assert _loaded(node, "risk_corrupt") == set()
+
+
+def test_smoke_validation_loads_under_a_temporary_name_and_records_the_result(world):
+    model = model_create(name="risk_smoke", team="fraud", actor=world["ada"])
+    version = _register_renamed(model, world["ada"], 2)
+    _cluster(world, name="staging", environment="staging")
+    report = model_version_smoke_validate(version_id=version.pk)
+    assert report["passed"] is True, report
+    assert report["output_shapes"] == {"SCORE": [1, 1]} and report["latency_ms"] > 0
+    version.refresh_from_db()
+    assert version.status == "smoke_passed" and version.validation["smoke"] == report
+    for node in world["fleet"].nodes:
+        with TritonClient(node.http_url, node.grpc_url) as client:
+            assert not [m for m in client.loaded_models() if "--smoke-" in m]
+
+
+def test_deploy_and_cluster_apis_are_for_release_managers(world):
+    model = model_create(name="risk_api", team="fraud", actor=world["ada"])
+    _register_renamed(model, world["ada"], 1)
+    cluster = _cluster(world, name="api")
+    for user in (world["ada"], None):
+        api = APIClient()
+        if user:
+            api.force_authenticate(user)
+        response = api.post(
+            "/api/v1/deployments/",
+            {"cluster": "api", "model": "risk_api", "version": 1},
+            format="json",
+        )
+        assert response.status_code == (403 if user else 401)
+        assert api.post(
+            "/api/v1/clusters/", {"name": "x", "environment": "staging"}, format="json"
+        ).status_code == (403 if user else 401)
+    assert not Deployment.objects.filter(cluster=cluster).exists()
+    api = APIClient()
+    api.force_authenticate(world["ada"])
+    status = api.get("/api/v1/clusters/api/status/").json()  # everyone signed in reads
+    assert [n["health"] for n in status["nodes"]] == ["up", "up", "up"]
+
+
+def test_cluster_api_validates_input(world):
+    api = APIClient()
+    api.force_authenticate(world["rita"])
+    bad = api.post(
+        "/api/v1/clusters/",
+        {"name": "fs2", "environment": "staging", "push_mode": "filesystem"},
+        format="json",
+    )
+    assert bad.status_code == 400
+    assert bad.json()["errors"][0]["field"] == "repository_path"
+    ok = api.post(
+        "/api/v1/clusters/",
+        {
+            "name": "edge",
+            "environment": "production",
+            "gpu_type": "L4",
+            "router": {
+                "driver": "nginx",
+                "url": "http://127.0.0.1:9000",
+                "listen": "127.0.0.1:9000",
+            },
+            "metrics": {"source": "scrape"},
+            "node_hourly_cost": "1.25",
+        },
+        format="json",
+    )
+    assert ok.status_code == 201, ok.content
+    body = api.get("/api/v1/clusters/edge/").json()
+    assert body["router"] == {
+        "driver": "nginx",
+        "url": "http://127.0.0.1:9000",
+        "listen": "127.0.0.1:9000",
+    }
+    node = api.post(
+        "/api/v1/clusters/edge/nodes/",
+        {"name": "n1", "http_url": "http://127.0.0.1:1"},
+        format="json",
+    )
+    assert node.status_code == 201
+    dup = api.post(
+        "/api/v1/clusters/edge/nodes/",
+        {"name": "n1", "http_url": "http://127.0.0.1:2"},
+        format="json",
+    )
+    assert dup.status_code == 400
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deployment_api_runs_in_a_real_worker(world, celery_worker):
+    model = model_create(name="risk_worker", team="fraud", actor=world["ada"])
+    _register_renamed(model, world["ada"], 1)
+    _cluster(world, name="worker")
+    api = APIClient()
+    api.force_authenticate(world["rita"])
+    from controlplane.celery import app
+
+    default_queue, app.conf.task_default_queue = app.conf.task_default_queue, celery_worker.queue
+    try:
+        response = api.post(
+            "/api/v1/deployments/",
+            {"cluster": "worker", "model": "risk_worker", "version": 1},
+            format="json",
+        )
+    finally:
+        app.conf.task_default_queue = default_queue
+    assert response.status_code == 202, response.content
+    deployment_id = response.json()["id"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        body = api.get(f"/api/v1/deployments/{deployment_id}/").json()
+        if body["status"] in ("succeeded", "failed"):
+            break
+        time.sleep(0.3)
+    assert body["status"] == "succeeded", body
+    assert [n["status"] for n in body["nodes"]] == ["ready", "ready", "ready"]
+    assert all(n["load_ms"] > 0 and n["warmup_ms"] > 0 for n in body["nodes"])
+    unload = api.post("/api/v1/clusters/worker/models/risk_worker/unload/")
+    assert unload.status_code == 202

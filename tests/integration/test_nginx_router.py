@@ -1,0 +1,287 @@
+"""The nginx router driver: a real nginx in front of the two real Triton nodes of the session.
+
+The model is risk_score versions 1 and 2 under a unique name, loaded on both nodes over gRPC
+and unloaded at the end. Without a router Triton answers unversioned requests with version 2
+(the highest READY one, TRITON.md §2.2); every split below comes from nginx alone.
+Measured numbers are printed with a `MEASURED` prefix (run with -s to see them).
+"""
+
+import http.client
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import tritonclient.grpc as grpcclient
+
+from integrations.routers import ModelRoute, RouterError, RouterState
+from integrations.routers.access_log import AccessLogTail, summarize
+from integrations.routers.nginx import NginxRouter
+from integrations.triton.local import free_ports
+from tests.exampledata import example_config_json, example_files
+
+pytestmark = pytest.mark.triton
+
+BODY = json.dumps(
+    {
+        "inputs": [
+            {
+                "name": "FEATURES",
+                "datatype": "FP32",
+                "shape": [1, 128],
+                "data": [round(0.01 * i, 2) for i in range(128)],
+            }
+        ]
+    }
+).encode()
+
+
+@pytest.fixture(scope="module")
+def model(triton_cluster):
+    """risk_score v1 and v2 under a unique name on every node; unloaded afterwards."""
+    name = f"risk_route_t{uuid.uuid4().hex[:6]}"
+    config = example_config_json("risk_score", name=name, versions=[1, 2])
+    files = {**example_files("risk_score", 1), **example_files("risk_score", 2)}
+    clients = [grpcclient.InferenceServerClient(node.grpc_url) for node in triton_cluster.nodes]
+    try:
+        for client in clients:
+            client.load_model(name, config=config, files=files, client_timeout=60)
+            assert client.is_model_ready(name, "1") and client.is_model_ready(name, "2")
+        yield name
+    finally:
+        for client in clients:
+            try:
+                client.unload_model(name, client_timeout=60)
+            finally:
+                client.close()
+
+
+@pytest.fixture
+def upstreams(triton_cluster) -> list[str]:
+    return [node.http_url for node in triton_cluster.nodes]
+
+
+@pytest.fixture
+def router(tmp_path):
+    """An nginx router of this test's own, always stopped."""
+    (port,) = free_ports(1)
+    driver = NginxRouter(prefix_dir=tmp_path / "nginx", listen=f"127.0.0.1:{port}")
+    try:
+        yield driver
+    finally:
+        driver.stop()
+
+
+def route_state(upstreams, model, weights, sticky_header=None) -> RouterState:
+    return RouterState(upstreams, [ModelRoute(model, weights, sticky_header=sticky_header)])
+
+
+class InferClient:
+    """One kept-alive connection; retries once only when no response byte came back."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.retries = 0
+
+    def infer(self, model: str, headers: dict | None = None) -> tuple[int, dict]:
+        headers = {"Content-Type": "application/json", **(headers or {})}
+        for attempt in range(2):
+            try:
+                self.conn.request("POST", f"/v2/models/{model}/infer", BODY, headers)
+                response = self.conn.getresponse()
+            except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+                self.conn.close()
+                if attempt:
+                    raise
+                self.retries += 1
+                continue
+            return response.status, json.loads(response.read() or b"{}")
+        raise AssertionError("unreachable")
+
+    def version(self, model: str, headers: dict | None = None) -> str:
+        status, body = self.infer(model, headers)
+        assert status == 200, body
+        return body["model_version"]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def versions_of(router: NginxRouter, model: str, count: int, headers=None) -> Counter:
+    client = InferClient(router.port)
+    try:
+        return Counter(client.version(model, headers) for _ in range(count))
+    finally:
+        client.close()
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, NotADirectoryError):
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_pinned_route_answers_every_unversioned_request_with_that_version(
+    router, model, upstreams, triton_cluster
+):
+    direct = InferClient(int(upstreams[0].rsplit(":", 1)[1]))
+    assert direct.version(model) == "2"  # Triton alone: the highest READY version
+    direct.close()
+    result = router.apply(route_state(upstreams, model, {1: 100.0, 2: 0.0}))
+    assert result.changed and result.started
+    assert versions_of(router, model, 40) == Counter({"1": 40})
+
+
+def test_weighted_split_sends_about_its_share_to_each_version(router, model, upstreams):
+    router.apply(route_state(upstreams, model, {1: 80.0, 2: 20.0}))
+    seen = versions_of(router, model, 400)
+    share = seen["2"] / 400
+    print(f"MEASURED split 80/20 over 400 requests: v2 share {share:.1%} ({dict(seen)})")
+    assert 0.12 <= share <= 0.28
+
+
+def test_sticky_header_keeps_a_user_on_one_version_and_spreads_users(router, model, upstreams):
+    router.apply(route_state(upstreams, model, {1: 50.0, 2: 50.0}, sticky_header="x-user-id"))
+    one_user = versions_of(router, model, 50, headers={"x-user-id": "user-42"})
+    assert len(one_user) == 1 and sum(one_user.values()) == 50
+    per_user = {
+        user: versions_of(router, model, 3, headers={"x-user-id": user})
+        for user in (f"user-{i}" for i in range(40))
+    }
+    assert all(len(seen) == 1 for seen in per_user.values())
+    assert Counter(next(iter(seen)) for seen in per_user.values()).keys() == {"1", "2"}
+    no_header = versions_of(router, model, 60)
+    assert no_header.keys() == {"1", "2"}  # without the header: per request
+
+
+def test_applying_the_same_state_again_does_not_reload(router, model, upstreams):
+    state = route_state(upstreams, model, {1: 90.0, 2: 10.0})
+    first = router.apply(state)
+    workers = children_of(router.master_pid())
+    second = router.apply(state)
+    assert first.changed and not second.changed
+    assert second.generation == first.generation
+    assert children_of(router.master_pid()) == workers
+    assert router.current() == state
+
+
+class SteadyTraffic:
+    """Client threads sending inference on their own kept-alive connections until exit."""
+
+    def __init__(self, port: int, model: str, clients: int = 4) -> None:
+        self.model = model
+        self.stop = threading.Event()
+        self.clients = [InferClient(port) for _ in range(clients)]
+        self.counts = [Counter() for _ in self.clients]
+        self.threads = [
+            threading.Thread(target=self._send, args=pair)
+            for pair in zip(self.clients, self.counts, strict=True)
+        ]
+
+    def _send(self, client: InferClient, counts: Counter) -> None:
+        while not self.stop.is_set():
+            try:
+                status, body = client.infer(self.model)
+                counts[body.get("model_version", f"status {status}")] += 1
+            except Exception as exc:  # every failure is counted, none is retried again
+                counts[f"failed {type(exc).__name__}"] += 1
+                client.conn.close()
+
+    def __enter__(self) -> "SteadyTraffic":
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=30)
+        for client in self.clients:
+            client.close()
+
+    @property
+    def total(self) -> Counter:
+        return sum(self.counts, Counter())
+
+    @property
+    def retries(self) -> int:
+        return sum(client.retries for client in self.clients)
+
+
+def test_reloads_under_steady_keepalive_traffic_fail_no_request(router, model, upstreams):
+    router.apply(route_state(upstreams, model, {1: 100.0}))
+    with SteadyTraffic(router.port, model) as traffic:
+        for weights in ({1: 90.0, 2: 10.0}, {1: 50.0, 2: 50.0}, {1: 10.0, 2: 90.0}):
+            time.sleep(0.7)
+            assert router.apply(route_state(upstreams, model, weights)).changed
+        time.sleep(0.7)
+    total = traffic.total
+    failures = {key: n for key, n in total.items() if key not in ("1", "2")}
+    print(f"MEASURED 3 reloads, 4 keep-alive clients: {dict(total)}, retries {traffic.retries}")
+    assert failures == {}
+    assert total["1"] + total["2"] > 100 and total["2"] > 0
+
+
+def test_config_nginx_refuses_is_not_installed_and_the_old_one_keeps_serving(
+    router, model, upstreams
+):
+    good = route_state(upstreams, model, {1: 100.0})
+    router.apply(good)
+    before = router.config_path.read_text()
+    with pytest.raises(RouterError) as refused:
+        router.apply(route_state([], model, {2: 100.0}))
+    assert "refused the router config" in refused.value.message
+    assert "no servers are inside upstream" in refused.value.detail
+    assert router.config_path.read_text() == before
+    assert not list(router.prefix.glob("*.tmp"))
+    assert router.current() == good
+    assert versions_of(router, model, 20) == Counter({"1": 20})
+
+
+def test_access_log_summary_matches_what_clients_received(router, model, upstreams):
+    router.apply(route_state(upstreams, model, {1: 70.0, 2: 30.0}, sticky_header="x-user-id"))
+    tail = AccessLogTail.from_end(router.access_log_path)
+    sent = versions_of(router, model, 150) + versions_of(
+        router, model, 50, headers={"x-user-id": "u-7"}
+    )
+    lines: list[str] = []
+    deadline = time.monotonic() + 10
+    while len(lines) < 200 and time.monotonic() < deadline:
+        lines += tail.read_lines()
+        time.sleep(0.05)
+    summary = summarize(lines)
+    seen = {str(version): row["requests"] for (name, version), row in summary.items()}
+    print(f"MEASURED access log {seen} vs client {dict(sent)}")
+    assert all(name == model for name, _ in summary)
+    assert seen == dict(sent)
+    assert all(row["errors"] == 0 and row["client_errors"] == 0 for row in summary.values())
+    assert all(row["latency_ms_p99"] >= row["latency_ms_avg"] > 0 for row in summary.values())
+
+
+def test_stop_leaves_no_nginx_process(router, model, upstreams):
+    router.apply(route_state(upstreams, model, {1: 100.0}))
+    master = router.master_pid()
+    workers = children_of(master)
+    assert master and workers
+    router.stop()
+    assert router.master_pid() is None
+    assert not any(alive(pid) for pid in [master, *workers])
+    assert router.current() is None

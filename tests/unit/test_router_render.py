@@ -1,0 +1,261 @@
+"""Router drivers as pure functions: nginx.conf rendering, access-log parsing, `none` refusal."""
+
+import json
+import re
+
+import pytest
+
+from integrations.routers import ModelRoute, RouterError, RouterState, get_driver
+from integrations.routers.access_log import (
+    AccessLogTail,
+    parse_line,
+    percentile,
+    summarize,
+)
+from integrations.routers.nginx import (
+    config_generation,
+    config_state,
+    percent,
+    render_config,
+)
+
+PREFIX = "/srv/router-a"
+UPSTREAMS = ["http://127.0.0.1:8000", "http://127.0.0.1:8010"]
+
+
+def render(*routes: ModelRoute, upstreams: list[str] = UPSTREAMS) -> str:
+    return render_config(
+        RouterState(upstreams=upstreams, routes=list(routes)),
+        listen="127.0.0.1:18080",
+        prefix_dir=PREFIX,
+    )
+
+
+def block(config: str, opening: str) -> str:
+    """The text between an opening line and its closing brace (blocks here nest one deep)."""
+    start = config.index(opening)
+    return config[start : config.index("}", start) + 1]
+
+
+def split_entries(config: str, index: int) -> list[str]:
+    body = block(config, f"$sy_version_{index} {{")
+    return [line.strip() for line in body.splitlines()[1:-1]]
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def test_split_lists_versions_by_weight_with_star_last():
+    config = render(ModelRoute("risk", {3: 95.0, 4: 5.0}))
+    assert 'split_clients "$request_id" $sy_version_0 {' in config
+    assert split_entries(config, 0) == ["95% 3;", "* 4;"]
+
+
+def test_zero_weight_versions_are_omitted():
+    config = render(ModelRoute("risk", {1: 0.0, 2: 70.0, 3: 30.0}))
+    assert split_entries(config, 0) == ["70% 2;", "* 3;"]
+
+
+def test_fractional_weights_keep_two_decimals():
+    config = render(ModelRoute("risk", {1: 12.5, 2: 33.33, 3: 54.17}))
+    assert split_entries(config, 0) == ["12.5% 1;", "33.33% 2;", "* 3;"]
+    assert percent(80.0) == "80%" and percent(0.25) == "0.25%"
+
+
+def test_weights_must_add_up_to_100():
+    with pytest.raises(RouterError, match="add up to 90%"):
+        ModelRoute("risk", {1: 80.0, 2: 10.0})
+
+
+def test_single_version_at_100_still_rewrites_to_that_version():
+    config = render(ModelRoute("risk", {1: 100.0, 2: 0.0}))
+    assert "split_clients" not in config
+    location = block(config, "location = /v2/models/risk/infer {")
+    assert "set $sy_version 1;" in location
+    assert "rewrite ^ /v2/models/risk/versions/$sy_version/infer break;" in location
+
+
+def test_routed_location_rewrites_unversioned_infer_and_proxies():
+    config = render(ModelRoute("risk", {1: 50.0, 2: 50.0}))
+    location = block(config, "location = /v2/models/risk/infer {")
+    assert "set $sy_version $sy_version_0;" in location
+    assert 'set $sy_model "risk";' in location
+    assert "rewrite ^ /v2/models/risk/versions/$sy_version/infer break;" in location
+    assert "proxy_pass http://triton;" in location
+
+
+def test_sticky_route_keys_on_header_and_falls_back_to_request_id():
+    config = render(ModelRoute("risk", {1: 90.0, 2: 10.0}, sticky_header="X-User-Id"))
+    assert block(config, "map $http_x_user_id $sy_key_0 {").splitlines()[1:3] == [
+        '        "" $request_id;',
+        "        default $http_x_user_id;",
+    ]
+    assert 'split_clients "$sy_key_0" $sy_version_0 {' in config
+    assert "set $sy_sticky $http_x_user_id;" in block(config, "location = /v2/models/risk/infer {")
+
+
+def test_model_names_with_dots_and_dashes_get_exact_locations():
+    config = render(ModelRoute("fraud.v2-eu_x", {1: 60.0, 2: 40.0}))
+    assert "location = /v2/models/fraud.v2-eu_x/infer {" in config
+    assert "rewrite ^ /v2/models/fraud.v2-eu_x/versions/$sy_version/infer break;" in config
+
+
+@pytest.mark.parametrize("name", ["a b", "a/b", "a;b", "a$b", "", "x{y}"])
+def test_unsafe_model_names_are_refused(name):
+    with pytest.raises(RouterError, match="Model name"):
+        ModelRoute(name, {1: 100.0})
+
+
+def test_every_other_path_passes_through_to_the_upstream():
+    config = render(ModelRoute("risk", {1: 100.0}))
+    assert "location / {\n            proxy_pass http://triton;\n        }" in config
+    upstream = block(config, "upstream triton {")
+    assert "server 127.0.0.1:8000;" in upstream and "server 127.0.0.1:8010;" in upstream
+    assert "keepalive 32;" in upstream
+    assert "proxy_http_version 1.1;" in config and 'proxy_set_header Connection "";' in config
+
+
+def test_every_path_nginx_writes_is_under_the_prefix():
+    config = render()
+    for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        assert f'{name}_temp_path "{PREFIX}/temp/{name}";' in config
+    paths = re.findall(r'"(/[^"]*)"', config)
+    assert paths and all(path.startswith(PREFIX + "/") for path in paths)
+    assert f'pid "{PREFIX}/nginx.pid";' in config
+    assert "daemon on;" in config and "worker_processes 1;" in config
+    assert "worker_shutdown_timeout 10s;" in config
+
+
+def test_status_location_reports_a_generation_that_follows_the_config():
+    first = render(ModelRoute("risk", {1: 90.0, 2: 10.0}))
+    second = render(ModelRoute("risk", {1: 80.0, 2: 20.0}))
+    assert config_generation(first) and config_generation(first) != config_generation(second)
+    assert render(ModelRoute("risk", {1: 90.0, 2: 10.0})) == first
+    status = block(first, "location = /__switchyard/router {")
+    assert f'return 200 "{config_generation(first)}\\n";' in status
+
+
+def test_config_carries_the_state_it_was_rendered_from():
+    state = RouterState(
+        upstreams=UPSTREAMS, routes=[ModelRoute("risk", {1: 80, 2: 20}, sticky_header="x-uid")]
+    )
+    config = render_config(state, listen="127.0.0.1:18080", prefix_dir=PREFIX)
+    assert config_state(config) == state
+
+
+def test_access_log_format_names_every_field_the_parser_reads():
+    config = render()
+    fmt = config.split("log_format switchyard escape=json '", 1)[1].split("';", 1)[0]
+    assert set(json.loads(fmt.replace("$", ""))) >= {"ts", "uri", "request_uri", "model"}
+
+
+@pytest.mark.parametrize(
+    ("listen", "upstreams"),
+    [("0.0.0.0:80", UPSTREAMS), ("127.0.0.1:x", UPSTREAMS), ("127.0.0.1:80", ["https://h:1"])],
+)
+def test_non_loopback_listen_and_bad_upstreams_are_refused(listen, upstreams):
+    with pytest.raises(RouterError):
+        render_config(RouterState(upstreams=upstreams, routes=[]), listen=listen, prefix_dir=PREFIX)
+
+
+def test_relative_prefix_is_refused():
+    with pytest.raises(RouterError, match="absolute"):
+        render_config(RouterState(UPSTREAMS, []), listen="127.0.0.1:1", prefix_dir="rel/dir")
+
+
+# ---------------------------------------------------------------- access log
+
+
+def log_line(status=200, version="2", model="risk", rt="0.012", ts=1000.0, upstream="200"):
+    return json.dumps(
+        {
+            "ts": f"{ts:.3f}",
+            "time": "2026-11-30T10:00:00+00:00",
+            "method": "POST",
+            "request_uri": f"/v2/models/{model}/infer",
+            "uri": f"/v2/models/{model}/versions/{version}/infer",
+            "status": str(status),
+            "upstream_status": upstream,
+            "request_time": rt,
+            "upstream_response_time": rt,
+            "upstream_addr": "127.0.0.1:8000",
+            "model": model,
+            "version": version,
+            "sticky_key": "",
+            "request_id": "abc",
+        }
+    )
+
+
+def test_parse_line_reads_a_logged_request():
+    entry = parse_line(log_line(status=503, upstream="503", rt="0.250"))
+    assert entry is not None
+    assert (entry.model, entry.version, entry.status) == ("risk", 2, 503)
+    assert entry.request_time_s == 0.25 and entry.is_error and not entry.is_client_error
+    assert entry.request_uri == "/v2/models/risk/infer"
+
+
+def test_parse_line_skips_garbage_and_reads_pass_through_requests():
+    assert parse_line("") is None and parse_line("not json") is None and parse_line("{}") is None
+    entry = parse_line(log_line(model="", version="", upstream=""))
+    assert entry is not None and entry.model == "" and entry.version is None
+
+
+def test_summarize_counts_requests_errors_and_latency_per_version():
+    lines = [log_line(version="1", rt="0.010") for _ in range(99)]
+    lines += [log_line(version="1", rt="0.500")]
+    lines += [log_line(version="2", status=500, upstream="500"), log_line(version="2", status=400)]
+    lines += [log_line(version="2", status=502, upstream="")]  # nginx could not reach a node
+    lines += [log_line(model="", version="")]  # pass-through traffic is not a release's
+    summary = summarize(lines)
+    assert set(summary) == {("risk", 1), ("risk", 2)}
+    v1, v2 = summary[("risk", 1)], summary[("risk", 2)]
+    assert (v1["requests"], v1["errors"], v1["client_errors"]) == (100, 0, 0)
+    assert v1["latency_ms_avg"] == pytest.approx((99 * 10 + 500) / 100)
+    assert v1["latency_ms_p99"] == pytest.approx(10.0)
+    assert (v2["requests"], v2["errors"], v2["client_errors"]) == (3, 2, 1)
+
+
+def test_summarize_since_drops_older_lines():
+    lines = [log_line(ts=100.0), log_line(ts=200.0), log_line(ts=300.0)]
+    assert summarize(lines, since=200.0)[("risk", 2)]["requests"] == 2
+
+
+def test_percentile_is_nearest_rank():
+    assert percentile([5.0], 99) == 5.0
+    assert percentile([float(i) for i in range(1, 101)], 99) == 99.0
+
+
+def test_tail_reads_only_new_complete_lines(tmp_path):
+    path = tmp_path / "access.log"
+    path.write_text(log_line(ts=1.0) + "\n")
+    tail = AccessLogTail.from_end(path)
+    assert tail.read_lines() == []
+    with open(path, "a") as f:
+        f.write(log_line(ts=2.0) + "\n" + log_line(ts=3.0)[:20])
+    assert [e.ts for e in tail.read_entries()] == [2.0]
+    with open(path, "a") as f:
+        f.write(log_line(ts=3.0)[20:] + "\n")
+    assert [e.ts for e in tail.read_entries()] == [3.0]
+
+
+# ---------------------------------------------------------------- none driver
+
+
+def test_none_driver_accepts_blue_green_pins():
+    driver = get_driver("none")
+    state = RouterState(UPSTREAMS, [ModelRoute("risk", {1: 0.0, 2: 100.0})])
+    assert driver.apply(state).changed and driver.current() == state
+    assert not driver.apply(state).changed
+
+
+def test_none_driver_refuses_a_weighted_split():
+    driver = get_driver("none")
+    with pytest.raises(RouterError, match="weighted split needs a router"):
+        driver.apply(RouterState(UPSTREAMS, [ModelRoute("risk", {1: 95.0, 2: 5.0})]))
+    assert driver.current() is None
+
+
+def test_unknown_driver_kind_is_refused():
+    with pytest.raises(RouterError, match="Unknown router kind"):
+        get_driver("envoy")
