@@ -43,3 +43,126 @@ def demo_users_create() -> list[dict]:
 
 def demo_logins() -> list[dict]:
     return json.loads(demo_logins_path().read_text())
+
+
+EXAMPLES = settings.BASE_DIR / "examples" / "model_repository"
+DEMO_MODELS = (
+    # (model, team, description, tags, sla, [(variant folder, label, notes)])
+    (
+        "risk_score",
+        "fraud",
+        "Fraud risk score for a card transaction (128 features).",
+        ["fraud", "tabular"],
+        {"p99_latency_ms": 25, "min_success_rate": 99.5, "max_queue_ms": 10},
+        [
+            (1, "v2024.05.01", "logistic regression"),
+            (2, "v2024.06.12", "two-layer network"),
+            (3, "v2024.07.02-faulty", "FAULTY on purpose: fails ~21% of requests"),
+            (4, "v2024.07.09-slow", "SLOW on purpose: about 5x the latency"),
+        ],
+    ),
+    (
+        "ticket_router",
+        "support",
+        "Routes support tickets to a queue.",
+        ["nlp", "text"],
+        {"p99_latency_ms": 50, "min_success_rate": 99.0},
+        [(1, "v1", "bag of words")],
+    ),
+)
+
+
+def _archive(model: str, variant: int):
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    root = EXAMPLES / model
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(root / "config.pbtxt", arcname="config.pbtxt")
+        for path in sorted((root / str(variant)).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                tar.add(path, arcname=f"{variant}/{path.relative_to(root / str(variant))}")
+    buf.seek(0)
+    return buf
+
+
+def demo_cluster_register(*, base_port: int, nodes: int, actor):
+    """The local demo cluster and its nodes (URLs refreshed when the ports changed)."""
+    from deployments.models import TritonCluster, TritonNode
+    from deployments.services import cluster_create, node_create
+
+    cluster = TritonCluster.objects.filter(name="local").first() or cluster_create(
+        actor=actor,
+        name="local",
+        environment="staging",
+        push_mode="upload",
+        router={"driver": "none"},
+        metrics={"source": "scrape"},
+        gpu_type="CPU only",
+        node_hourly_cost="0.50",
+    )
+    for i in range(nodes):
+        port = base_port + 3 * i
+        urls = {
+            "http_url": f"http://127.0.0.1:{port}",
+            "grpc_url": f"127.0.0.1:{port + 1}",
+            "metrics_url": f"http://127.0.0.1:{port + 2}/metrics",
+        }
+        name = f"node{i + 1}"
+        if not TritonNode.objects.filter(cluster=cluster, name=name).update(**urls):
+            node_create(cluster=cluster, actor=actor, name=name, **urls)
+    return cluster
+
+
+def demo_models_register(*, actor) -> list:
+    """Register the example models once; returns the versions to deploy first."""
+    from models_registry.models import Model, Team
+    from models_registry.services import (
+        Provenance,
+        alias_set,
+        model_create,
+        model_version_register,
+        team_create,
+    )
+
+    first = []
+    for name, team, description, tags, sla, variants in DEMO_MODELS:
+        if not Team.objects.filter(name=team).exists():
+            team_create(name=team, actor=actor)
+        model = Model.objects.filter(name=name).first()
+        if model is None:
+            model = model_create(
+                name=name, team=team, description=description, tags=tags, sla=sla, actor=actor
+            )
+        if not model.versions.exists():
+            for variant, label, notes in variants:
+                model_version_register(
+                    model=model,
+                    archive=_archive(name, variant),
+                    actor=actor,
+                    provenance=Provenance(label=label, notes=notes),
+                )
+        v1 = model.versions.get(version=1)
+        if not model.aliases.filter(name="production").exists():
+            alias_set(model=model, name="production", version=v1, actor=actor)
+        first.append(v1)
+    return first
+
+
+def demo_seed(*, base_port: int, nodes: int = 2) -> list[str]:
+    """Cluster, example models and first deployments for `make demo`; safe to run again."""
+    from deployments.services import DeploymentError, deployment_create, serving_versions
+
+    admin = get_user_model().objects.get(username="admin")
+    cluster = demo_cluster_register(base_port=base_port, nodes=nodes, actor=admin)
+    lines = []
+    for version in demo_models_register(actor=admin):
+        if serving_versions(cluster=cluster, model=version.model):
+            continue
+        try:
+            deployment_create(cluster=cluster, version=version, actor=admin)
+            lines.append(f"deploying {version.model.name} v{version.version} on {cluster.name}")
+        except DeploymentError as exc:
+            lines.append(f"not deployed: {exc.message}")
+    return lines

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
 from console.pbtxt import highlight_pbtxt
+from deployments.selectors import model_live_where
 from models_registry import selectors, services
 from models_registry.services import RegistryError
 
@@ -112,9 +113,18 @@ def model_detail(request, name):
             else:
                 messages.success(request, "SLA saved.")
                 return redirect("console:model-detail", name=name)
+    live_where = model_live_where(model=model)
+    serving_on: dict[int, list[str]] = {}
+    for row in live_where:
+        for number in row["versions"]:
+            serving_on.setdefault(number, []).append(row["cluster"])
+    versions = list(selectors.model_versions(model=model))
+    for version in versions:
+        version.serving_on = serving_on.get(version.version, [])
     context = {
         "model": model,
-        "versions": selectors.model_versions(model=model),
+        "versions": versions,
+        "live_where": live_where,
         "alias_moves": selectors.alias_history(model=model)[:20],
         "sla_form": sla_form,
         "can_write": _can_write(request.user),

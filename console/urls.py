@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import registry_views, views
+from console import cluster_views, registry_views, views
 
 app_name = "console"
 
@@ -15,5 +15,23 @@ urlpatterns = [
         "models/<str:name>/versions/<int:version>/",
         registry_views.version_detail,
         name="model-version",
+    ),
+    path("clusters/", cluster_views.cluster_list, name="cluster-list"),
+    path("clusters/<str:name>/", cluster_views.cluster_detail, name="cluster-detail"),
+    path("clusters/<str:name>/deploy/", cluster_views.cluster_deploy, name="cluster-deploy"),
+    path(
+        "clusters/<str:name>/models/<str:model>/unload/",
+        cluster_views.cluster_unload,
+        name="cluster-unload",
+    ),
+    path(
+        "deployments/<int:deployment_id>/",
+        cluster_views.deployment_detail,
+        name="deployment-detail",
+    ),
+    path(
+        "deployments/<int:deployment_id>/progress/",
+        cluster_views.deployment_progress,
+        name="deployment-progress",
     ),
 ]

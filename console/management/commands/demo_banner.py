@@ -8,7 +8,7 @@ import urllib.request
 
 from django.core.management.base import BaseCommand
 
-from console.demo import demo_logins
+from console.demo import demo_logins, demo_seed
 
 
 class Command(BaseCommand):
@@ -17,18 +17,27 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--timeout", type=float, default=120.0)
+        parser.add_argument("--triton-base-port", type=int, default=18000)
+
+    def _wait(self, url: str, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(url, timeout=3)  # noqa: S310 - loopback only
+                return
+            except urllib.error.HTTPError:
+                return
+            except OSError:
+                time.sleep(0.5)
 
     def handle(self, *args, **opts):
         url = f"http://127.0.0.1:{opts['port']}/"
         deadline = time.monotonic() + opts["timeout"]
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(url + "healthz", timeout=3)  # noqa: S310 - loopback
-                break
-            except urllib.error.HTTPError:
-                break  # it answers (503 while the worker starts is fine)
-            except OSError:
-                time.sleep(0.5)
+        self._wait(url + "healthz", deadline)  # any answer will do (503 while a worker starts)
+        base = opts["triton_base_port"]
+        for port in (base, base + 3):  # the two local Triton nodes
+            self._wait(f"http://127.0.0.1:{port}/v2/health/live", deadline)
+        for line in demo_seed(base_port=base):
+            self.stdout.write(line)
         logins = demo_logins()
         width = max(len(x["username"]) for x in logins)
         lines = [

@@ -1,0 +1,139 @@
+"""Cluster pages: list, detail (nodes, loaded matrix, drift), deploy with live progress."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.roles import Role, user_has_role
+from deployments import selectors
+from deployments.services import DeploymentError, deployment_create
+from models_registry.models import Model, ModelVersion
+
+
+def _can_deploy(user) -> bool:
+    return user_has_role(user, Role.RELEASE_MANAGERS.value)
+
+
+def _cluster_or_404(name: str):
+    cluster = selectors.cluster_get(name=name)
+    if cluster is None:
+        raise Http404(f"No cluster named '{name}'.")
+    return cluster
+
+
+@login_required
+def cluster_list(request):
+    clusters = [
+        {"cluster": c, "desired": selectors.desired_state(cluster=c)}
+        for c in selectors.cluster_list()
+    ]
+    return render(request, "console/clusters/list.html", {"clusters": clusters})
+
+
+def _matrix(status: dict) -> list[dict]:
+    """Rows of (model, version) x node: loaded / missing (drift) / unexpected (drift)."""
+    rows: dict[tuple[str, int], dict] = {}
+    desired = status["desired"]
+    for model, versions in desired.items():
+        for version in versions:
+            rows[(model, version)] = {"model": model, "version": version, "desired": True}
+    for node in status["nodes"]:
+        for model, versions in node["loaded"].items():
+            for version in versions:
+                rows.setdefault(
+                    (model, version), {"model": model, "version": version, "desired": False}
+                )
+    for row in rows.values():
+        row["cells"] = []
+        for node in status["nodes"]:
+            loaded = row["version"] in node["loaded"].get(row["model"], [])
+            if not node["reachable"]:
+                state = "unknown"
+            elif loaded:
+                state = "loaded" if row["desired"] or row["model"] not in desired else "extra"
+            else:
+                state = "missing" if row["desired"] else "absent"
+            row["cells"].append(state)
+    return sorted(rows.values(), key=lambda r: (r["model"], r["version"]))
+
+
+@login_required
+def cluster_detail(request, name):
+    cluster = _cluster_or_404(name)
+    status = selectors.cluster_status(cluster=cluster)
+    context = {
+        "cluster": cluster,
+        "status": status,
+        "matrix": _matrix(status),
+        "drift": selectors.drift_recent(cluster=cluster),
+        "deployments": selectors.deployments_recent(cluster=cluster, limit=10),
+        "can_deploy": _can_deploy(request.user),
+        "deployable": ModelVersion.objects.select_related("model").order_by(
+            "model__name", "-version"
+        ),
+    }
+    return render(request, "console/clusters/detail.html", context)
+
+
+@login_required
+@require_POST
+def cluster_deploy(request, name):
+    if not _can_deploy(request.user):
+        raise PermissionDenied("Deploying needs the release-managers role.")
+    cluster = _cluster_or_404(name)
+    version = (
+        ModelVersion.objects.select_related("model")
+        .filter(pk=request.POST.get("version_id"))
+        .first()
+    )
+    if version is None:
+        messages.error(request, "Choose a model version to deploy.")
+        return redirect("console:cluster-detail", name=name)
+    try:
+        deployment = deployment_create(cluster=cluster, version=version, actor=request.user)
+    except DeploymentError as exc:
+        messages.error(request, exc.message)
+        return redirect("console:cluster-detail", name=name)
+    return redirect("console:deployment-detail", deployment_id=deployment.pk)
+
+
+@login_required
+@require_POST
+def cluster_unload(request, name, model):
+    if not _can_deploy(request.user):
+        raise PermissionDenied("Unloading needs the release-managers role.")
+    cluster = _cluster_or_404(name)
+    found = Model.objects.filter(name=model).first()
+    if found is None:
+        raise Http404(f"No model named '{model}'.")
+    try:
+        deployment = deployment_create(
+            cluster=cluster, version=None, model=found, actor=request.user
+        )
+    except DeploymentError as exc:
+        messages.error(request, exc.message)
+        return redirect("console:cluster-detail", name=name)
+    return redirect("console:deployment-detail", deployment_id=deployment.pk)
+
+
+def _deployment_or_404(deployment_id: int):
+    deployment = selectors.deployment_get(deployment_id=deployment_id)
+    if deployment is None:
+        raise Http404(f"No deployment {deployment_id}.")
+    return deployment
+
+
+@login_required
+def deployment_detail(request, deployment_id):
+    deployment = _deployment_or_404(deployment_id)
+    return render(request, "console/clusters/deployment.html", {"deployment": deployment})
+
+
+@login_required
+def deployment_progress(request, deployment_id):
+    """The per-node progress fragment; htmx polls it until the deployment finishes."""
+    deployment = _deployment_or_404(deployment_id)
+    return render(request, "console/clusters/_deployment_progress.html", {"deployment": deployment})

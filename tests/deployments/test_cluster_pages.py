@@ -1,0 +1,32 @@
+"""Cluster pages rendered by Django: empty state, roles, a down node."""
+
+import pytest
+
+from deployments.services import cluster_create, node_create
+
+pytestmark = pytest.mark.django_db
+
+
+def test_empty_cluster_list_teaches_how_to_register_one(client, make_user):
+    make_user("max", role="managers")
+    client.login(username="max", password="pw-max")
+    assert "Register a Triton cluster" in client.get("/clusters/").content.decode()
+
+
+def test_unreachable_node_shows_down_and_only_release_managers_see_deploy(client, make_user):
+    rita = make_user("rita", role="release-managers")
+    cluster = cluster_create(actor=rita, name="edge", environment="production")
+    node_create(
+        cluster=cluster,
+        actor=rita,
+        name="n1",
+        http_url="http://127.0.0.1:9",
+        grpc_url="127.0.0.1:9",
+    )
+    make_user("max", role="managers")
+    client.login(username="max", password="pw-max")
+    page = client.get("/clusters/edge/").content.decode()
+    assert "down" in page and "deploy-form" not in page
+    assert client.post("/clusters/edge/deploy/", {"version_id": "1"}).status_code == 403
+    client.login(username="rita", password="pw-rita")
+    assert "deploy-form" in client.get("/clusters/edge/").content.decode()
