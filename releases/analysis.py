@@ -1,0 +1,265 @@
+"""Judging one analysis interval of a gray release: candidate against baseline and SLA.
+
+Pure: the numbers come in (from telemetry and the router's log), a verdict goes out with one
+human-readable line per check. No scipy: the few statistics needed are written out here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+
+Result = Literal["pass", "fail", "inconclusive"]
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """One version's traffic over an interval; router counts are optional."""
+
+    requests: int  # as Triton counted them
+    errors: int = 0
+    avg_ms: float | None = None
+    p99_ms: float | None = None
+    queue_ms: float | None = None
+    # Triton counts a python model's error responses as successes and never sees requests it
+    # rejects at input validation, so the router's view is taken too and the worse one wins.
+    router_requests: int | None = None
+    router_errors: int | None = None
+
+    def worst_counts(self) -> tuple[int, int]:
+        """(requests, errors) of the source with the higher error rate (Triton or router)."""
+        sources = [(self.requests, self.errors)]
+        if self.router_requests is not None:
+            sources.append((self.router_requests, self.router_errors or 0))
+        seen = [(n, e) for n, e in sources if n > 0]
+        if not seen:
+            return (max(n for n, _ in sources), 0)
+        return max(seen, key=lambda s: (s[1] / s[0], s[0]))
+
+    @property
+    def seen(self) -> int:
+        """The larger request count of the two sources."""
+        return max(self.requests, self.router_requests or 0)
+
+    @property
+    def error_rate(self) -> float | None:
+        """Errors / requests of the worse source, None without requests."""
+        n, e = self.worst_counts()
+        return e / n if n else None
+
+    @property
+    def success_rate(self) -> float | None:
+        """Percent of requests that succeeded (the worse source), None without requests."""
+        rate = self.error_rate
+        return None if rate is None else 100.0 * (1.0 - rate)
+
+
+@dataclass(frozen=True)
+class SLA:
+    p99_latency_ms: float | None = None
+    min_success_rate: float | None = None  # percent
+    max_queue_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    passed: bool
+    observed: float | None
+    threshold: float | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    result: Result
+    checks: list[Check] = field(default_factory=list)
+    reason: str = ""
+
+
+def analyze(
+    candidate: Metrics,
+    baseline: Metrics | None,
+    sla: SLA,
+    *,
+    min_requests: int,
+    latency_tolerance: float,
+    success_margin_pct: float = 0.5,
+) -> Verdict:
+    """Pass when every applicable check passes; inconclusive below min_requests; else fail."""
+    volume = _at_least("requests", "requests", candidate.seen, min_requests, "")
+    if not volume.passed:
+        text = f"{candidate.seen} requests < {min_requests}"
+        return Verdict("inconclusive", [replace(volume, text=text)], f"inconclusive: {text}")
+    base = baseline if baseline is not None and baseline.seen > 0 else None
+    checks = [volume, *_success_checks(candidate, base, sla, success_margin_pct)]
+    for name in ("avg_ms", "p99_ms"):
+        checks += _latency_checks(name, candidate, base, sla, latency_tolerance)
+    if sla.max_queue_ms is not None and candidate.queue_ms is not None:
+        checks.append(_at_most("queue_sla", "queue", candidate.queue_ms, sla.max_queue_ms))
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        return Verdict("fail", checks, "; ".join(c.text for c in failed))
+    return Verdict("pass", checks, ", ".join(c.text for c in checks[1:]) or volume.text)
+
+
+def _success_checks(
+    candidate: Metrics, baseline: Metrics | None, sla: SLA, margin: float
+) -> list[Check]:
+    """Success at or above the SLA, and not below the baseline by more than `margin` points."""
+    observed = candidate.success_rate
+    assert observed is not None  # the volume check saw requests
+    checks = []
+    if sla.min_success_rate is not None:
+        checks.append(_at_least("success_sla", "success", observed, sla.min_success_rate, ""))
+    base = baseline.success_rate if baseline is not None else None
+    if base is not None:
+        label = f"baseline {_n(base)} − {_n(margin)}"
+        checks.append(_at_least("success_vs_baseline", "success", observed, base - margin, label))
+    return checks
+
+
+def _latency_checks(
+    name: str, candidate: Metrics, baseline: Metrics | None, sla: SLA, tolerance: float
+) -> list[Check]:
+    """avg or p99 at or below the SLA (p99 SLA bounds both) and below baseline × tolerance."""
+    observed = getattr(candidate, name)
+    if observed is None:
+        return []
+    label = name.removesuffix("_ms")
+    checks = []
+    if sla.p99_latency_ms is not None:
+        checks.append(_at_most(f"{label}_sla", label, observed, sla.p99_latency_ms))
+    base = getattr(baseline, name) if baseline is not None else None
+    if base is not None and base > 0:
+        limit, shown = base * tolerance, f"{_n(tolerance)}×{_n(base)}"
+        checks.append(_at_most(f"{label}_vs_baseline", label, observed, limit, shown))
+    return checks
+
+
+def _at_least(name: str, label: str, observed: float, threshold: float, shown: str) -> Check:
+    ok = observed >= threshold
+    text = f"{label} {_n(observed)} {'≥' if ok else '<'} {shown or _n(threshold)}"
+    return Check(name, ok, observed, threshold, text)
+
+
+def _at_most(name: str, label: str, observed: float, threshold: float, shown: str = "") -> Check:
+    ok = observed <= threshold
+    text = f"{label} {_n(observed)} {'≤' if ok else '>'} {shown or _n(threshold)}"
+    return Check(name, ok, observed, threshold, text)
+
+
+@dataclass(frozen=True)
+class Guard:
+    tripped: bool
+    reason: str
+    error_rate: float | None = None
+    lower_bound: float | None = None  # one-sided lower confidence bound of the error rate
+
+    def __bool__(self) -> bool:
+        return self.tripped
+
+
+def fast_guard(
+    candidate: Metrics,
+    sla: SLA,
+    *,
+    min_requests: int = 20,
+    error_rate_floor: float = 0.2,
+    z: float = 3.09,
+) -> Guard:
+    """Trip only when the candidate's error rate is surely (99.9 %) above SLA and floor."""
+    n, errors = candidate.worst_counts()
+    allowed = 0.0 if sla.min_success_rate is None else 1.0 - sla.min_success_rate / 100.0
+    limit = max(error_rate_floor, allowed)
+    if n < min_requests:
+        return Guard(False, f"{n} requests < {min_requests}: too few to judge")
+    rate, low = errors / n, wilson_lower_bound(errors, n, z)
+    shown = f"{errors}/{n} errors ({_n(100 * rate)}%, lower bound {_n(100 * low)}%)"
+    if low > limit:
+        return Guard(True, f"{shown} > {_n(100 * limit)}%", rate, low)
+    return Guard(False, f"{shown} not surely > {_n(100 * limit)}%", rate, low)
+
+
+def wilson_lower_bound(successes: int, n: int, z: float) -> float:
+    """One-sided Wilson score lower bound of a binomial proportion (0 when n is 0)."""
+    if n == 0:
+        return 0.0
+    p, z2 = successes / n, z * z
+    centre = p + z2 / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return max(0.0, (centre - spread) / (1 + z2 / n))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    latency_p_value: float | None  # one-sided: candidate latencies tend to be larger
+    error_p_value: float | None  # one-sided: candidate error rate is higher
+
+
+def statistical_judge(
+    candidate_latencies: Sequence[float],
+    baseline_latencies: Sequence[float],
+    cand_errors: int,
+    cand_n: int,
+    base_errors: int,
+    base_n: int,
+) -> Judgement:
+    """One-sided p-values: Mann-Whitney U on latencies, two-proportion z-test on errors."""
+    return Judgement(
+        mann_whitney_greater(candidate_latencies, baseline_latencies),
+        two_proportion_greater(cand_errors, cand_n, base_errors, base_n),
+    )
+
+
+def mann_whitney_greater(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """P-value that x tends to exceed y (normal approximation, tie and continuity corrected)."""
+    n1, n2 = len(x), len(y)
+    if n1 == 0 or n2 == 0:
+        return None
+    ranks = _average_ranks(np.concatenate([np.asarray(x, float), np.asarray(y, float)]))
+    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    _, counts = np.unique(np.concatenate([x, y]), return_counts=True)
+    ties = float(((counts**3) - counts).sum())
+    variance = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
+    if variance <= 0:
+        return 1.0
+    zscore = (u1 - n1 * n2 / 2 - 0.5) / math.sqrt(variance)
+    return _normal_sf(zscore)
+
+
+def two_proportion_greater(e1: int, n1: int, e2: int, n2: int) -> float | None:
+    """P-value that the first error rate is higher than the second (pooled z-test)."""
+    if n1 == 0 or n2 == 0:
+        return None
+    pooled = (e1 + e2) / (n1 + n2)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    if se == 0:
+        return 1.0
+    return _normal_sf((e1 / n1 - e2 / n2) / se)
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks from 1, ties sharing their average rank."""
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    average = (starts + ends + 1) / 2.0
+    ranks = np.empty(len(values))
+    ranks[order] = np.repeat(average, ends - starts)
+    return ranks
+
+
+def _normal_sf(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def _n(x: float) -> str:
+    """A number for people: up to three decimals, no trailing zeros."""
+    return f"{x:.3f}".rstrip("0").rstrip(".")

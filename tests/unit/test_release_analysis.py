@@ -1,0 +1,162 @@
+"""Tests of the pure per-interval analysis, fast guard and statistical judge."""
+
+import pytest
+
+from releases.analysis import (
+    SLA,
+    Metrics,
+    analyze,
+    fast_guard,
+    mann_whitney_greater,
+    statistical_judge,
+    two_proportion_greater,
+    wilson_lower_bound,
+)
+
+GOOD = Metrics(requests=1000, errors=0, avg_ms=20, p99_ms=41, queue_ms=2)
+BASE = Metrics(requests=19000, errors=1, avg_ms=18, p99_ms=38, queue_ms=1)
+SLA_ = SLA(p99_latency_ms=50, min_success_rate=99.9, max_queue_ms=5)
+
+
+def judge(candidate: Metrics, baseline: Metrics | None = BASE, sla: SLA = SLA_, **kw):
+    return analyze(candidate, baseline, sla, min_requests=50, latency_tolerance=1.3, **kw)
+
+
+def failed(verdict) -> set[str]:
+    return {c.name for c in verdict.checks if not c.passed}
+
+
+def test_healthy_candidate_passes_every_check_with_readable_reason() -> None:
+    v = judge(GOOD)
+    assert v.result == "pass" and failed(v) == set()
+    assert {c.name for c in v.checks} == {
+        "requests", "success_sla", "success_vs_baseline", "avg_sla", "avg_vs_baseline",
+        "p99_sla", "p99_vs_baseline", "queue_sla",
+    }  # fmt: skip
+    assert "success 100 ≥ 99.9" in v.reason and "p99 41 ≤ 1.3×38" in v.reason
+
+
+def test_too_few_candidate_requests_is_inconclusive() -> None:
+    v = judge(Metrics(requests=31, errors=31))
+    assert v.result == "inconclusive" and v.reason == "inconclusive: 31 requests < 50"
+
+
+def test_router_count_can_supply_enough_requests() -> None:
+    v = judge(Metrics(requests=31, router_requests=60, router_errors=0))
+    assert v.result == "pass"
+
+
+@pytest.mark.parametrize(
+    ("candidate", "check", "text"),
+    [
+        (Metrics(1000, 5, 20, 41, 2), "success_sla", "success 99.5 < 99.9"),
+        (Metrics(1000, 0, 20, 41, 2, router_requests=1000, router_errors=20), "success_sla",
+         "success 98 < 99.9"),
+        (Metrics(1000, 0, 60, 41, 2), "avg_sla", "avg 60 > 50"),
+        (Metrics(1000, 0, 24, 41, 2), "avg_vs_baseline", "avg 24 > 1.3×18"),
+        (Metrics(1000, 0, 20, 55, 2), "p99_sla", "p99 55 > 50"),
+        (Metrics(1000, 0, 20, 49.5, 2), "p99_vs_baseline", "p99 49.5 > 1.3×38"),
+        (Metrics(1000, 0, 20, 41, 7), "queue_sla", "queue 7 > 5"),
+    ],
+    ids=["success-sla", "router-errors-count", "avg-sla", "avg-baseline", "p99-sla",
+         "p99-baseline", "queue-sla"],
+)  # fmt: skip
+def test_each_failing_check_fails_the_interval(candidate: Metrics, check: str, text: str) -> None:
+    v = judge(candidate)
+    assert v.result == "fail" and check in failed(v) and text in v.reason
+
+
+def test_success_worse_than_baseline_beyond_margin_fails() -> None:
+    base = Metrics(requests=10_000, errors=0)
+    v = judge(Metrics(1000, 8), base, SLA(min_success_rate=99.0))
+    assert failed(v) == {"success_vs_baseline"} and "success 99.2 < baseline 100 − 0.5" in v.reason
+
+
+def test_success_within_margin_of_baseline_passes() -> None:
+    v = judge(Metrics(1000, 4), Metrics(10_000, 0), SLA(min_success_rate=99.0))
+    assert v.result == "pass"
+
+
+def test_worse_of_router_and_triton_errors_is_used() -> None:
+    m = Metrics(requests=100, errors=0, router_requests=104, router_errors=10)
+    assert m.worst_counts() == (104, 10) and m.success_rate == pytest.approx(100 * 94 / 104)
+    assert Metrics(requests=100, errors=3, router_requests=100, router_errors=1).error_rate == 0.03
+
+
+def test_baseline_without_data_skips_baseline_checks() -> None:
+    v = judge(GOOD, Metrics(requests=0))
+    assert v.result == "pass" and not any("baseline" in c.name for c in v.checks)
+    assert judge(GOOD, None).result == "pass"
+
+
+def test_unset_sla_limits_are_unchecked() -> None:
+    slow = Metrics(1000, 0, avg_ms=500, p99_ms=900, queue_ms=300)
+    v = judge(slow, None, SLA())
+    assert v.result == "pass" and [c.name for c in v.checks] == ["requests"]
+
+
+def test_missing_candidate_latency_is_not_checked() -> None:
+    v = judge(Metrics(1000, 0))
+    assert v.result == "pass" and "p99_sla" not in {c.name for c in v.checks}
+
+
+@pytest.mark.parametrize(
+    ("errors", "n"), [(1, 1), (1, 20), (3, 20), (1, 1000), (8, 20)],
+    ids=["one-of-one", "one-of-twenty", "three-of-twenty", "one-of-thousand", "forty-pct-of-20"],
+)  # fmt: skip
+def test_fast_guard_does_not_trip_on_unlucky_requests(errors: int, n: int) -> None:
+    g = fast_guard(Metrics(requests=n, errors=errors), SLA_)
+    assert not g and not g.tripped
+
+
+@pytest.mark.parametrize(("errors", "n"), [(20, 20), (40, 40), (200, 400)])
+def test_fast_guard_trips_on_a_clearly_failing_candidate(errors: int, n: int) -> None:
+    g = fast_guard(Metrics(requests=n, errors=errors), SLA_)
+    assert g.tripped and g.lower_bound > 0.2 and f"{errors}/{n} errors" in g.reason
+
+
+def test_fast_guard_sees_router_errors_triton_misses() -> None:
+    m = Metrics(requests=400, errors=0, router_requests=400, router_errors=300)
+    assert fast_guard(m, SLA_).tripped
+
+
+def test_fast_guard_needs_min_requests() -> None:
+    g = fast_guard(Metrics(requests=19, errors=19), SLA_)
+    assert not g and "too few" in g.reason
+
+
+def test_fast_guard_threshold_is_the_looser_of_floor_and_sla() -> None:
+    m = Metrics(requests=1000, errors=400)
+    assert fast_guard(m, SLA(min_success_rate=99.9)).tripped
+    assert not fast_guard(m, SLA(min_success_rate=50)).tripped
+
+
+def test_wilson_lower_bound_is_below_the_observed_rate() -> None:
+    assert wilson_lower_bound(0, 0, 3.09) == 0.0
+    assert 0 < wilson_lower_bound(50, 100, 1.96) < 0.5
+    assert wilson_lower_bound(50, 100, 1.96) == pytest.approx(0.4038, abs=1e-3)
+
+
+def test_mann_whitney_matches_a_hand_computed_value() -> None:
+    # U = 4, mean 2, var 4/12*5, z = (4 - 2 - 0.5)/sqrt(5/3) -> p = 0.1226
+    assert mann_whitney_greater([3, 4], [1, 2]) == pytest.approx(0.1226, abs=1e-3)
+    assert mann_whitney_greater([], [1]) is None
+    assert mann_whitney_greater([1, 1], [1, 1]) == 1.0
+
+
+def test_mann_whitney_handles_ties_with_average_ranks() -> None:
+    assert mann_whitney_greater([2, 2, 3], [1, 2, 2]) == pytest.approx(0.1508, abs=1e-3)
+
+
+def test_statistical_judge_flags_a_slower_and_more_failing_candidate() -> None:
+    slow = [12.0 + 0.01 * i for i in range(100)]
+    fast = [10.0 + 0.01 * i for i in range(100)]
+    j = statistical_judge(slow, fast, 30, 1000, 5, 1000)
+    assert j.latency_p_value < 1e-6 and j.error_p_value < 1e-4
+    same = statistical_judge(fast, fast, 5, 1000, 5, 1000)
+    assert same.latency_p_value > 0.4 and same.error_p_value == pytest.approx(0.5)
+
+
+def test_two_proportion_edge_cases() -> None:
+    assert two_proportion_greater(0, 0, 1, 10) is None
+    assert two_proportion_greater(0, 10, 0, 10) == 1.0
