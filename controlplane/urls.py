@@ -10,6 +10,7 @@ api_v1 = [
     path("", include("accounts.urls_api")),
     path("", include("models_registry.urls_api")),
     path("", include("deployments.urls_api")),
+    path("", include("releases.urls_api")),
 ]
 
 urlpatterns = [

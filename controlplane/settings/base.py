@@ -139,6 +139,9 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Reconcile every 10 s: a restarted node comes back empty in explicit mode and must be
     # rehydrated quickly; each tick is cheap (one stats call per node when nothing drifted).
     "deployments-reconcile": {"task": "deployments.reconcile_all", "schedule": 10.0},
+    # Every second: active releases watch live traffic; a failing candidate must be caught
+    # within a couple of scrapes. A tick of an idle system is one cheap query.
+    "releases-tick": {"task": "releases.tick_active", "schedule": 1.0},
 }
 
 # How long /healthz waits for a Celery worker to answer a ping.

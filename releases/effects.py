@@ -1,0 +1,102 @@
+"""Applying a decision's effects: desired state, re-applied idempotently and in order.
+
+Router weights first (traffic is pinned to explicit versions before the candidate loads),
+then the serving set on every node, then the alias. The first effect that fails stops the
+list; it is recorded as an event and the next tick tries again.
+"""
+
+from django.db import transaction
+
+from deployments import push
+from deployments.services import serving_state_set
+from integrations.routers import RouterError
+from models_registry.services import alias_set
+from releases.models import Release, ReleaseEvent
+from releases.routing import route_for, router_for, router_state
+from releases.state_machine import TERMINAL, LoadServingSet, MoveAlias, SetWeights
+
+SERVING = {
+    "baseline+candidate": ("baseline", "candidate"),
+    "candidate": ("candidate",),
+    "baseline": ("baseline",),
+}
+
+
+def _routes(release: Release, weight: float | None) -> list:
+    """Routes of every other active release on the cluster, plus this one's (unless None)."""
+    others = (
+        Release.objects.filter(cluster=release.cluster)
+        .exclude(pk=release.pk)
+        .exclude(phase__in=[p.value for p in TERMINAL])
+        .select_related("model", "baseline", "candidate")
+    )
+    routes = [route_for(other, other.router_weight or 0.0) for other in others]
+    if weight is not None:
+        routes.append(route_for(release, weight))
+    return routes
+
+
+def set_weights(release: Release, weight: float | None) -> None:
+    """Apply the router split (None: drop this release's route); records the applied weight."""
+    router = router_for(release.cluster)
+    router.apply(router_state(release.cluster, _routes(release, weight)))
+    release.router_weight = weight
+
+
+def load_serving(release: Release, which: str) -> None:
+    """Make exactly these versions loaded on every node (and the desired state say so)."""
+    versions = [getattr(release, role) for role in SERVING[which]]
+    warm = release.candidate.version if "candidate" in SERVING[which] else None
+    with transaction.atomic():
+        serving_state_set(cluster=release.cluster, model=release.model, versions=versions)
+    plan = push.build_plan(versions, upload=release.cluster.push_mode == "upload")
+    if release.cluster.push_mode != "upload":
+        push.materialize(release.cluster.repository_path, versions, plan)
+    nodes = list(release.cluster.nodes.all())
+    outcomes = push.fan_out(nodes, lambda n: push.apply_on_node(n, plan, warm_version=warm))
+    failed = [f"{n.name}: {outcomes[n.pk].error}" for n in nodes if not outcomes[n.pk].ok]
+    if failed:
+        raise RuntimeError(f"loading {which} failed on {len(failed)} node(s): {'; '.join(failed)}")
+    release.applied_serving = which
+
+
+def _one(release: Release, effect) -> str | None:
+    """Apply one effect; returns a message when it did something worth an event."""
+    if isinstance(effect, SetWeights):
+        if release.router_weight != effect.candidate:
+            set_weights(release, effect.candidate)
+            return f"router: {effect.candidate:g}% to v{release.candidate.version}"
+    elif isinstance(effect, LoadServingSet):
+        if release.applied_serving != effect.versions:
+            load_serving(release, effect.versions)
+            return f"serving set on every node: {effect.versions}"
+    elif isinstance(effect, MoveAlias):
+        alias = release.model.aliases.filter(name=effect.alias).first()
+        if alias is None or alias.version_id != release.candidate_id:
+            alias_set(model=release.model, name=effect.alias, version=release.candidate, actor=None)
+            return f"alias {effect.alias} → v{release.candidate.version}"
+    return None
+
+
+def apply_all(release: Release, decision) -> list[ReleaseEvent]:
+    """Apply the decision's effects in order; events for what changed or failed."""
+    done = []
+    try:
+        for effect in decision.effects:
+            message = _one(release, effect)
+            if message:
+                done.append(_event(release, decision, "effect", message))
+        if decision.state.phase in TERMINAL and release.router_weight is not None:
+            set_weights(release, None)  # final serving set alone: the route is not needed
+            done.append(_event(release, decision, "effect", "router: route removed"))
+    except (RouterError, RuntimeError, push.CorruptArtifact) as exc:
+        if decision.state.phase.value == "LOADING" and "loading" in str(exc):
+            release.load_error = str(exc)
+        done.append(_event(release, decision, "effect_failed", str(exc)))
+    return done
+
+
+def _event(release: Release, decision, kind: str, message: str) -> ReleaseEvent:
+    return ReleaseEvent(
+        release=release, kind=kind, phase=decision.state.phase.value, message=message
+    )

@@ -1,0 +1,67 @@
+"""Release websocket groups, payload builders, and queueing ticks (STYLE.md: one module)."""
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+
+def group(release_id: int) -> str:
+    return f"release-{release_id}"
+
+
+def queue_tick(release_id: int) -> None:
+    from releases.tasks import tick
+
+    tick.delay(release_id)
+
+
+def release_payload(release) -> dict:
+    """What a cockpit needs to redraw its header: phase, step, weight, reason."""
+    return {
+        "type": "release",
+        "id": release.pk,
+        "phase": release.phase,
+        "step_index": release.step_index,
+        "candidate_weight": release.candidate_weight,
+        "router_weight": release.router_weight,
+        "failed_checks": release.failed_checks,
+        "inconclusive_checks": release.inconclusive_checks,
+        "reason": release.reason,
+        "pending_action": release.pending_action,
+        "last_analysis": release.last_analysis,
+    }
+
+
+def analysis_payload(release, verdict, metrics: dict, now: float) -> dict:
+    """One interval's result: verdict, each check in words, both versions' numbers."""
+
+    def numbers(m) -> dict:
+        return {
+            "requests": m.seen,
+            "success_rate": m.success_rate,
+            "avg_ms": m.avg_ms,
+            "p99_ms": m.p99_ms,
+            "queue_ms": m.queue_ms,
+        }
+
+    return {
+        "at": now,
+        "step_index": release.step_index,
+        "weight": release.candidate_weight,
+        "result": verdict.result,
+        "reason": verdict.reason,
+        "checks": [{"name": c.name, "passed": c.passed, "text": c.text} for c in verdict.checks],
+        "baseline": numbers(metrics["baseline"]),
+        "candidate": numbers(metrics["candidate"]),
+    }
+
+
+def publish(release_id: int) -> None:
+    """Send the release's current state to its websocket group."""
+    from releases.models import Release
+
+    release = Release.objects.get(pk=release_id)
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(
+            group(release_id), {"type": "release.event", "payload": release_payload(release)}
+        )

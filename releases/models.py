@@ -1,0 +1,123 @@
+"""Release (the stored state of one gray release) and ReleaseEvent (its append-only log)."""
+
+from django.conf import settings
+from django.db import models
+
+from deployments.models import TritonCluster
+from models_registry.models import Model, ModelVersion
+from releases.state_machine import TERMINAL, Phase, Spec, State, Step
+
+PHASES = [(p.value, p.value) for p in Phase]
+
+
+class Release(models.Model):
+    cluster = models.ForeignKey(TritonCluster, on_delete=models.PROTECT, related_name="releases")
+    model = models.ForeignKey(Model, on_delete=models.PROTECT, related_name="releases")
+    baseline = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="+")
+    candidate = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="+")
+    strategy = models.CharField(max_length=20, default="canary")
+    # Spec: steps as data ([{"weight", "manual_gate"}]) and the analysis settings.
+    steps = models.JSONField()
+    step_interval_s = models.FloatField(default=30.0)
+    analysis = models.JSONField(default=dict)
+    sticky_header = models.CharField(max_length=100, blank=True)
+    progress_deadline_s = models.FloatField(default=600.0)
+    drain_s = models.FloatField(default=2.0)
+    # State (see releases/state_machine.State); times are epoch seconds.
+    phase = models.CharField(max_length=20, choices=PHASES, default=Phase.PENDING.value)
+    step_index = models.PositiveIntegerField(default=0)
+    candidate_weight = models.FloatField(default=0.0)
+    failed_checks = models.PositiveIntegerField(default=0)
+    inconclusive_checks = models.PositiveIntegerField(default=0)
+    step_started_at = models.FloatField(default=0.0)
+    phase_started_at = models.FloatField(default=0.0)
+    paused_from = models.CharField(max_length=20, blank=True)
+    checked_until = models.FloatField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    # What the tick has applied (so effects are re-applied only when they change).
+    router_weight = models.FloatField(null=True, blank=True)
+    applied_serving = models.CharField(max_length=30, blank=True)
+    load_error = models.TextField(blank=True)
+    # A human action waiting for the next tick: {"action", "actor", "reason"}.
+    pending_action = models.JSONField(null=True, blank=True)
+    # Counters at the start of the current analysis interval, per version (see observe.py).
+    interval = models.JSONField(default=dict, blank=True)
+    last_analysis = models.JSONField(default=dict, blank=True)
+    revision = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.model.name} v{self.baseline.version} → v{self.candidate.version} "
+            f"on {self.cluster.name}"
+        )
+
+    @property
+    def is_active(self) -> bool:
+        return Phase(self.phase) not in TERMINAL
+
+    def spec(self) -> Spec:
+        analysis = self.analysis or {}
+        return Spec(
+            steps=tuple(Step(float(s["weight"]), bool(s.get("manual_gate"))) for s in self.steps),
+            step_interval_s=self.step_interval_s,
+            min_requests=int(analysis.get("min_requests", 50)),
+            max_failed_checks=int(analysis.get("max_failed_checks", 2)),
+            latency_tolerance=float(analysis.get("latency_tolerance", 1.3)),
+            progress_deadline_s=self.progress_deadline_s,
+            drain_s=self.drain_s,
+            strategy=self.strategy,
+        )
+
+    def state(self) -> State:
+        return State(
+            phase=Phase(self.phase),
+            step_index=self.step_index,
+            candidate_weight=self.candidate_weight,
+            failed_checks=self.failed_checks,
+            inconclusive_checks=self.inconclusive_checks,
+            step_started_at=self.step_started_at,
+            phase_started_at=self.phase_started_at,
+            paused_from=Phase(self.paused_from) if self.paused_from else None,
+            reason=self.reason,
+            checked_until=self.checked_until,
+        )
+
+    def state_fields(self, state: State) -> dict:
+        """Column values for a State (for a guarded update)."""
+        return {
+            "phase": state.phase.value,
+            "step_index": state.step_index,
+            "candidate_weight": state.candidate_weight,
+            "failed_checks": state.failed_checks,
+            "inconclusive_checks": state.inconclusive_checks,
+            "step_started_at": state.step_started_at,
+            "phase_started_at": state.phase_started_at,
+            "paused_from": state.paused_from.value if state.paused_from else "",
+            "reason": state.reason,
+            "checked_until": state.checked_until,
+        }
+
+
+class ReleaseEvent(models.Model):
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=20)  # phase | step | check | rejected | action | effect
+    phase = models.CharField(max_length=20)
+    message = models.TextField()
+    data = models.JSONField(default=dict, blank=True)
+    actor = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.release_id} {self.kind}: {self.message}"

@@ -1,0 +1,115 @@
+"""What a tick observes: candidate readiness, per-version traffic from every node's metrics
+and from the router's access log, and in-flight work. Reads only; no database writes.
+
+Counters are summed over nodes. The analysis interval's starting counters are kept on the
+release (`interval`); a counter that went down (node or model restart) counts from zero.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+from deployments import push
+from integrations.routers.access_log import summarize
+from integrations.triton.errors import TritonError
+from integrations.triton.metrics import parse_metrics
+from releases.analysis import Metrics
+from releases.routing import access_log_path
+
+COUNTERS = ("success", "failure", "request_us", "queue_us")
+
+
+@dataclass
+class NodeView:
+    live: bool
+    candidate_ready: bool = False
+    candidate_loaded: bool = False
+    counters: dict[str, dict[str, float]] = field(default_factory=dict)  # version -> counters
+    pending: dict[str, float] = field(default_factory=dict)
+    p99_ms: dict[str, float] = field(default_factory=dict)
+
+
+def _scrape(node, model: str) -> tuple[dict, dict, dict]:
+    import urllib.request
+
+    with urllib.request.urlopen(node.metrics_url, timeout=2) as response:  # noqa: S310
+        snapshot = parse_metrics(response.read().decode())
+    counters, pending, p99 = {}, {}, {}
+    for (name, version), series in snapshot.models.items():
+        if name != model:
+            continue
+        values = {k: series.counters.get(k, 0.0) for k in ("success", "request_us", "queue_us")}
+        values["failure"] = sum(series.failures.values())
+        counters[version], pending[version] = values, series.pending
+        quantile = series.quantile("request", "0.99")
+        if quantile is not None:
+            p99[version] = quantile / 1000.0
+    return counters, pending, p99
+
+
+def node_view(node, model: str, candidate: int) -> NodeView:
+    """One node: readiness of the candidate and the model's counters; never raises."""
+    try:
+        with push.client_for(node) as client:
+            ready = client.model_ready(model, candidate)
+            loaded = str(candidate) in client.loaded_models().get(model, set())
+        counters, pending, p99 = _scrape(node, model) if node.metrics_url else ({}, {}, {})
+        return NodeView(True, ready, loaded, counters, pending, p99)
+    except (TritonError, OSError, ValueError):
+        return NodeView(False)
+
+
+def nodes_view(cluster, model: str, candidate: int) -> dict[str, NodeView]:
+    nodes = list(cluster.nodes.all())
+    views = push.fan_out(nodes, lambda n: node_view(n, model, candidate))
+    return {n.name: views[n.pk] for n in nodes}
+
+
+def counters_now(views: dict[str, NodeView]) -> dict:
+    """{"at": epoch, "nodes": {node: {version: counters}}} to start an interval from."""
+    return {"at": time.time(), "nodes": {name: v.counters for name, v in views.items() if v.live}}
+
+
+def _delta(before: dict, after: dict, version: str) -> dict[str, float]:
+    total = dict.fromkeys(COUNTERS, 0.0)
+    for node, versions in after.get("nodes", {}).items():
+        now = versions.get(version)
+        if now is None:
+            continue
+        then = before.get("nodes", {}).get(node, {}).get(version, {})
+        restarted = any(now[k] < then.get(k, 0.0) for k in COUNTERS)
+        for key in COUNTERS:
+            total[key] += now[key] - (0.0 if restarted else then.get(key, 0.0))
+    return total
+
+
+def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[str, Metrics]:
+    """Baseline and candidate traffic since `start`, from Triton and from the router."""
+    now = counters_now(views)
+    router = {}
+    log = access_log_path(release.cluster)
+    if log is not None and log.exists() and start.get("at"):
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            router = summarize(handle, since=start["at"])
+    out = {}
+    for role, version in (
+        ("baseline", release.baseline.version),
+        ("candidate", release.candidate.version),
+    ):
+        d = _delta(start, now, str(version))
+        requests = int(d["success"] + d["failure"])
+        p99s = [v.p99_ms[str(version)] for v in views.values() if str(version) in v.p99_ms]
+        seen = router.get((release.model.name, version))
+        out[role] = Metrics(
+            requests=requests,
+            errors=int(d["failure"]),
+            avg_ms=d["request_us"] / d["success"] / 1000.0 if d["success"] else None,
+            p99_ms=max(p99s) if p99s and requests else None,
+            queue_ms=d["queue_us"] / d["success"] / 1000.0 if d["success"] else None,
+            router_requests=int(seen["requests"]) if seen else None,
+            router_errors=int(seen["errors"]) if seen else None,
+        )
+    return out
+
+
+def pending_requests(views: dict[str, NodeView], version: int) -> float:
+    return sum(v.pending.get(str(version), 0.0) for v in views.values())

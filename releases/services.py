@@ -1,0 +1,285 @@
+"""Release writes: create, human actions, and the tick that drives the state machine.
+
+The tick (level-triggered, STYLE.md): take the release's advisory lock, observe (outside any
+transaction), `decide`, re-apply the desired effects (router weights, serving set, alias),
+then save the new state with a guarded update and append events in one transaction.
+A crashed worker loses nothing: the next tick observes and re-applies.
+"""
+
+import time
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from audit.services import audit_record
+from deployments.services import serving_versions
+from releases import effects, events, observe
+from releases.analysis import SLA, analyze, fast_guard
+from releases.models import Release, ReleaseEvent
+from releases.state_machine import ACTIONS, GUARDED, TERMINAL, Observation, Phase, State, decide
+
+LOCK_NAMESPACE = 7302
+
+
+class ReleaseError(Exception):
+    """Refused for a reason the user can fix; `status` is the HTTP code (400 or 409)."""
+
+    def __init__(self, message: str, *, field: str | None = None, status: int = 400):
+        super().__init__(message)
+        self.message, self.field, self.status = message, field, status
+
+
+def _steps(strategy: str, steps: list[float], manual_gates: list[float]) -> list[dict]:
+    if strategy == "blue_green":
+        return [{"weight": 100.0, "manual_gate": 100.0 in manual_gates}]
+    return [{"weight": float(w), "manual_gate": float(w) in manual_gates} for w in steps]
+
+
+def release_create(
+    *,
+    cluster,
+    candidate,
+    actor,
+    strategy: str = "canary",
+    steps: list[float] | None = None,
+    step_interval_s: float = 30.0,
+    analysis: dict | None = None,
+    manual_gates: list[float] | None = None,
+    sticky_header: str = "",
+    progress_deadline_s: float = 600.0,
+    drain_s: float = 2.0,
+) -> Release:
+    """Record a release of `candidate` against what serves now; validated; audited."""
+    model = candidate.model
+    current = serving_versions(cluster=cluster, model=model)
+    if len(current) != 1:
+        raise ReleaseError(
+            f"{model.name} must serve exactly one version on {cluster.name} "
+            f"to release against (it serves {len(current)}); deploy one first.",
+            field="candidate_version",
+        )
+    baseline = current[0]
+    if baseline.pk == candidate.pk:
+        raise ReleaseError(
+            f"v{candidate.version} already serves on {cluster.name}.", field="candidate_version"
+        )
+    if strategy == "canary" and cluster.router.get("driver", "none") == "none":
+        raise ReleaseError(
+            f"Cluster {cluster.name} has no router: a weighted canary needs one; "
+            "use strategy blue_green.",
+            field="strategy",
+        )
+    spec_steps = _steps(strategy, steps or [5, 25, 50, 100], manual_gates or [])
+    release = Release(
+        cluster=cluster,
+        model=model,
+        baseline=baseline,
+        candidate=candidate,
+        strategy=strategy,
+        steps=spec_steps,
+        step_interval_s=step_interval_s,
+        analysis=analysis or {},
+        sticky_header=sticky_header,
+        progress_deadline_s=progress_deadline_s,
+        drain_s=drain_s,
+        created_by=actor,
+    )
+    try:
+        release.spec()
+    except (ValueError, TypeError) as exc:
+        raise ReleaseError(str(exc), field="steps") from None
+    with transaction.atomic():
+        if (
+            Release.objects.select_for_update()
+            .filter(cluster=cluster, model=model)
+            .exclude(phase__in=[p.value for p in TERMINAL])
+            .exists()
+        ):
+            raise ReleaseError(
+                f"{model.name} already has an active release on {cluster.name}.", status=409
+            )
+        state = State.start(time.time())
+        for key, value in release.state_fields(state).items():
+            setattr(release, key, value)
+        release.save()
+        ReleaseEvent.objects.create(
+            release=release,
+            kind="phase",
+            phase=release.phase,
+            actor=actor.get_username() if actor else "",
+            message=f"{actor.get_username() if actor else 'system'} started {release}",
+        )
+        audit_record(
+            actor=actor,
+            action="release.created",
+            obj=release,
+            details={"steps": spec_steps, "strategy": strategy},
+        )
+        transaction.on_commit(lambda: events.queue_tick(release.pk))
+    return release
+
+
+def release_action(*, release: Release, action: str, actor, reason: str = "") -> Release:
+    """Queue a human action for the next tick; 409 when the phase does not allow it."""
+    if action not in ACTIONS:
+        raise ReleaseError(f"Unknown action '{action}'.", field="action")
+    with transaction.atomic():
+        locked = Release.objects.select_for_update().get(pk=release.pk)
+        phase = Phase(locked.phase)
+        if phase not in ACTIONS[action] or locked.pending_action:
+            why = (
+                "another action is waiting"
+                if locked.pending_action
+                else f"the release is {phase.value}"
+            )
+            raise ReleaseError(f"Cannot {action}: {why}.", status=409)
+        locked.pending_action = {"action": action, "actor": actor.get_username(), "reason": reason}
+        locked.save(update_fields=["pending_action", "updated_at"])
+        ReleaseEvent.objects.create(
+            release=locked,
+            kind="action",
+            phase=locked.phase,
+            actor=actor.get_username(),
+            message=f"{actor.get_username()} asked to {action}" + (f": {reason}" if reason else ""),
+        )
+        audit_record(
+            actor=actor, action=f"release.{action}", obj=locked, details={"reason": reason}
+        )
+        transaction.on_commit(lambda: events.queue_tick(locked.pk))
+    return locked
+
+
+def _sla(release: Release) -> SLA:
+    sla = release.model.sla
+    return SLA(
+        p99_latency_ms=sla["p99_latency_ms"],
+        min_success_rate=sla["min_success_rate"],
+        max_queue_ms=sla["max_queue_ms"],
+    )
+
+
+def _analysis(release: Release, views, obs: dict, now: float) -> None:
+    """Fill obs with the interval verdict (when one is due) and the fast guard."""
+    spec, phase = release.spec(), Phase(release.phase)
+    marker = [release.step_index, release.candidate_weight]
+    interval = release.interval or {}
+    if interval.get("marker") != marker or not interval.get("start"):
+        release.interval = {"marker": marker, "start": observe.counters_now(views)}
+        return
+    metrics = observe.interval_metrics(release, views, interval["start"])
+    if phase in GUARDED:
+        guard = fast_guard(metrics["candidate"], _sla(release))
+        obs.update(fast_guard_tripped=guard.tripped, fast_guard_reason=guard.reason)
+    every = float(release.analysis.get("interval_s", spec.step_interval_s))
+    if phase == Phase.PROGRESSING and now - interval["start"]["at"] >= every:
+        verdict = analyze(
+            metrics["candidate"],
+            metrics["baseline"],
+            _sla(release),
+            min_requests=spec.min_requests,
+            latency_tolerance=spec.latency_tolerance,
+        )
+        obs.update(verdict=verdict.result, verdict_reason=verdict.reason, verdict_at=now)
+        release.last_analysis = events.analysis_payload(release, verdict, metrics, now)
+        release.interval = {"marker": marker, "start": observe.counters_now(views)}
+
+
+def _observe(release: Release) -> Observation:
+    now = time.time()
+    views = observe.nodes_view(release.cluster, release.model.name, release.candidate.version)
+    live = [v for v in views.values() if v.live]
+    fields = {
+        "candidate_ready": bool(live)
+        and len(live) == len(views)
+        and all(v.candidate_ready for v in live),
+        "load_failed": bool(release.load_error),
+        "load_error": release.load_error,
+        "router_applied_weight": release.router_weight,
+        "baseline_drained": observe.pending_requests(views, release.baseline.version) == 0,
+        "in_flight_done": observe.pending_requests(views, release.candidate.version) == 0,
+        "candidate_unloaded": bool(live) and not any(v.candidate_loaded for v in live),
+    }
+    if release.pending_action:
+        fields.update(
+            action=release.pending_action["action"],
+            actor=release.pending_action.get("actor", ""),
+            action_reason=release.pending_action.get("reason", ""),
+        )
+    _analysis(release, views, fields, now)
+    return Observation(now=now, **fields)
+
+
+def release_tick(*, release_id: int) -> Release | None:
+    """One observe-decide-apply pass; returns the release, or None when another tick holds it."""
+    if not _try_lock(release_id):
+        return None
+    try:
+        release = Release.objects.select_related(
+            "cluster", "model", "baseline__model", "candidate__model"
+        ).get(pk=release_id)
+        if not release.is_active:
+            return release
+        obs = _observe(release)
+        decision = decide(release.spec(), release.state(), obs)
+        applied = effects.apply_all(release, decision) if not decision.rejected else []
+        return _save(release, decision, obs, applied)
+    finally:
+        _unlock(release_id)
+
+
+def _save(release: Release, decision, obs: Observation, applied: list[ReleaseEvent]) -> Release:
+    fields = release.state_fields(decision.state)
+    fields.update(
+        revision=release.revision + 1,
+        interval=release.interval,
+        last_analysis=release.last_analysis,
+        router_weight=release.router_weight,
+        applied_serving=release.applied_serving,
+        load_error=release.load_error,
+        updated_at=timezone.now(),
+    )
+    if obs.action is not None:
+        fields["pending_action"] = None
+    if decision.state.phase in TERMINAL and release.phase not in {p.value for p in TERMINAL}:
+        fields["finished_at"] = timezone.now()
+    with transaction.atomic():
+        updated = Release.objects.filter(pk=release.pk, revision=release.revision).update(**fields)
+        if not updated:
+            return release  # someone else saved first; the next tick starts from theirs
+        rows = [
+            ReleaseEvent(
+                release=release,
+                kind=e.kind,
+                phase=decision.state.phase.value,
+                message=e.message,
+                data=e.data,
+                actor=obs.actor if e.kind in ("rejected", "phase") and obs.action else "",
+            )
+            for e in decision.events
+        ] + applied
+        if obs.verdict is not None:
+            rows.insert(
+                0,
+                ReleaseEvent(
+                    release=release,
+                    kind="analysis",
+                    data=release.last_analysis,
+                    phase=release.phase,
+                    message=f"{obs.verdict}: {obs.verdict_reason}",
+                ),
+            )
+        ReleaseEvent.objects.bulk_create(rows)
+        transaction.on_commit(lambda: events.publish(release.pk))
+    release.refresh_from_db()
+    return release
+
+
+def _try_lock(key: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, key])
+        return bool(cursor.fetchone()[0])
+
+
+def _unlock(key: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, key])

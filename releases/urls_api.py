@@ -1,0 +1,13 @@
+from django.urls import path
+
+from releases import apis
+
+urlpatterns = [
+    path("releases/", apis.ReleaseListCreateApi.as_view(), name="api-releases"),
+    path("releases/<int:release_id>/", apis.ReleaseDetailApi.as_view(), name="api-release"),
+    path(
+        "releases/<int:release_id>/actions/",
+        apis.ReleaseActionApi.as_view(),
+        name="api-release-actions",
+    ),
+]

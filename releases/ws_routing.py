@@ -1,0 +1,5 @@
+from django.urls import path
+
+from releases.consumers import ReleaseConsumer
+
+websocket_urlpatterns = [path("ws/releases/<int:release_id>/", ReleaseConsumer.as_asgi())]

@@ -1,0 +1,239 @@
+"""Gray releases end to end: real Triton nodes, a real nginx router, steady client traffic
+through the router, the tick called in a loop (as the beat schedule does)."""
+
+import io
+import json
+import threading
+import time
+from http.client import HTTPConnection, RemoteDisconnected
+
+import numpy as np
+import pytest
+from rest_framework.test import APIClient
+
+from deployments.executor import deployment_run
+from deployments.services import cluster_create, deployment_create, node_create
+from integrations.triton.client import TritonClient
+from integrations.triton.local import free_ports
+from models_registry.services import model_create, model_version_register, team_create
+from releases import routing
+from releases.services import release_action, release_create, release_tick
+from tests.registry.archives import example_entries, tar_gz
+
+pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+
+
+class Traffic:
+    """Keep-alive clients sending inference through the router; one retry only when the
+    connection was closed before any response byte (nginx reloads close idle ones)."""
+
+    def __init__(self, port: int, model: str, clients: int = 3):
+        self.port, self.model = port, model
+        self.ok = self.failed = self.retries = 0
+        self.versions: dict[str, int] = {}
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        body = {"inputs": [{"name": "FEATURES", "datatype": "FP32", "shape": [1, 128],
+                            "data": [0.0] * 128}]}
+        self._rng = np.random.default_rng(5)
+        self._bodies = []
+        for _ in range(64):
+            row = self._rng.normal(size=128).astype(float).tolist()
+            body["inputs"][0]["data"] = row
+            self._bodies.append(json.dumps(body))
+        self._threads = [threading.Thread(target=self._run, args=(i,)) for i in range(clients)]
+
+    def __enter__(self):
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for t in self._threads:
+            t.join(10)
+
+    def _send(self, conn, body):
+        conn.request("POST", f"/v2/models/{self.model}/infer", body=body,
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        return response.status, response.read()
+
+    def _run(self, index: int) -> None:
+        conn = HTTPConnection("127.0.0.1", self.port, timeout=10)
+        n = 0
+        while not self._stop.is_set() and n < 20000:
+            body = self._bodies[(index * 7 + n) % len(self._bodies)]
+            n += 1
+            try:
+                status, data = self._send(conn, body)
+            except (RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                conn = HTTPConnection("127.0.0.1", self.port, timeout=10)
+                with self._lock:
+                    self.retries += 1
+                try:
+                    status, data = self._send(conn, body)
+                except OSError as exc:
+                    status, data = 0, str(exc).encode()
+            except OSError as exc:
+                status, data = 0, str(exc).encode()
+            with self._lock:
+                if status == 200:
+                    self.ok += 1
+                    version = json.loads(data)["model_version"]
+                    self.versions[version] = self.versions.get(version, 0) + 1
+                else:
+                    self.failed += 1
+                    self.errors.append(f"{status} {data[:200]!r}")
+            time.sleep(0.01)
+        conn.close()
+
+
+@pytest.fixture
+def release_world(triton_cluster, settings, tmp_path, make_user):
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
+    rita = make_user("rita", role="release-managers")
+    ada = make_user("ada", role="algorithm")
+    team_create(name="fraud", actor=ada)
+    (port,) = free_ports(1)
+    cluster = cluster_create(
+        actor=rita, name="canary", environment="production",
+        router={"driver": "nginx", "listen": f"127.0.0.1:{port}",
+                "url": f"http://127.0.0.1:{port}", "prefix_dir": str(tmp_path / "router")},
+    )
+    for node in triton_cluster.nodes:
+        node_create(cluster=cluster, actor=rita, name=node.name, http_url=node.http_url,
+                    grpc_url=node.grpc_url, metrics_url=node.metrics_url)
+    world = {"rita": rita, "ada": ada, "cluster": cluster, "port": port,
+             "nodes": triton_cluster.nodes}
+    try:
+        yield world
+    finally:
+        routing.router_for(cluster).stop()
+        routing._DRIVERS.clear()
+
+
+def _register(model, user, variant: int):
+    entries = example_entries("risk_score", variant)
+    config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
+    archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
+    return model_version_register(model=model, archive=archive, actor=user)
+
+
+def _model_with_baseline(world, name: str, candidate_variant: int, sla: dict):
+    model = model_create(name=name, team="fraud", actor=world["ada"], sla=sla)
+    baseline = _register(model, world["ada"], 1)
+    candidate = _register(model, world["ada"], candidate_variant)
+    deployment = deployment_create(cluster=world["cluster"], version=baseline,
+                                   actor=world["rita"])
+    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+    # Pin the model's traffic through the router before any release exists.
+    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    return model, baseline, candidate
+
+
+def _tick_until(release, phases: set[str], timeout_s: float = 90.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        release = release_tick(release_id=release.pk) or release
+        if release.phase in phases:
+            return release
+        time.sleep(0.4)
+    raise AssertionError(f"still {release.phase} after {timeout_s} s: {release.reason}")
+
+
+def _loaded(world, model: str) -> list[set[str]]:
+    out = []
+    for node in world["nodes"]:
+        with TritonClient(node.http_url, node.grpc_url) as client:
+            out.append(client.loaded_models().get(model, set()))
+    return out
+
+
+def _unload(world, model) -> None:
+    unload = deployment_create(cluster=world["cluster"], version=None, model=model,
+                               actor=world["rita"])
+    deployment_run(deployment_id=unload.pk)
+
+
+def test_good_candidate_walks_every_step_and_is_promoted_with_no_failed_requests(release_world):
+    world = release_world
+    model, baseline, candidate = _model_with_baseline(
+        world, "rel_good", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0})
+    with Traffic(world["port"], "rel_good") as traffic:
+        time.sleep(1.0)
+        release = release_create(cluster=world["cluster"], candidate=candidate,
+                                 actor=world["rita"], steps=[20, 50, 100], step_interval_s=2,
+                                 analysis={"min_requests": 10, "max_failed_checks": 2},
+                                 drain_s=0.5, progress_deadline_s=60)
+        release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        time.sleep(1.0)
+    assert release.phase == "SUCCEEDED", (release.reason, list(release.events.values_list(
+        "message", flat=True)))
+    assert traffic.failed == 0, traffic.errors[:5]
+    assert traffic.ok > 100 and set(traffic.versions) == {"1", "2"}
+    print(f"requests ok={traffic.ok} failed={traffic.failed} retries={traffic.retries}")
+    kinds = list(release.events.values_list("kind", flat=True))
+    assert kinds.count("analysis") >= 3
+    steps = [e.message for e in release.events.filter(kind="effect")]
+    assert any("20% to v2" in m for m in steps) and any("100% to v2" in m for m in steps)
+    assert model.aliases.get(name="production").version_id == candidate.pk
+    assert _loaded(world, "rel_good") == [{"2"}, {"2"}]
+    _unload(world, model)
+
+
+def test_faulty_candidate_is_rolled_back_by_the_gates_without_a_human(release_world):
+    world = release_world
+    model, baseline, candidate = _model_with_baseline(
+        world, "rel_faulty", 3, {"p99_latency_ms": 500, "min_success_rate": 99.0})
+    with Traffic(world["port"], "rel_faulty") as traffic:
+        time.sleep(1.0)
+        release = release_create(cluster=world["cluster"], candidate=candidate,
+                                 actor=world["rita"], steps=[25, 50, 100], step_interval_s=2,
+                                 analysis={"min_requests": 10, "max_failed_checks": 1},
+                                 drain_s=0.5, progress_deadline_s=60)
+        release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+    assert release.phase == "ROLLED_BACK", release.reason
+    why = " ".join(release.events.filter(kind="phase").values_list("message", flat=True))
+    assert "ROLLING_BACK" in why and ("success" in why or "error" in why), why
+    assert _loaded(world, "rel_faulty") == [{"1"}, {"1"}]
+    assert not model.aliases.filter(name="production", version=candidate).exists()
+    # Only the candidate's share failed, and the baseline kept answering.
+    assert traffic.versions.get("1", 0) > 0 and traffic.failed < traffic.ok
+    _unload(world, model)
+
+
+def test_manual_gate_waits_until_approved(release_world):
+    world = release_world
+    model, baseline, candidate = _model_with_baseline(
+        world, "rel_gate", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0})
+    with Traffic(world["port"], "rel_gate"):
+        time.sleep(1.0)
+        release = release_create(cluster=world["cluster"], candidate=candidate,
+                                 actor=world["rita"], steps=[50, 100], step_interval_s=2,
+                                 manual_gates=[100],
+                                 analysis={"min_requests": 10, "max_failed_checks": 2},
+                                 drain_s=0.5, progress_deadline_s=60)
+        release = _tick_until(release, {"WAITING_APPROVAL"})
+        for _ in range(5):
+            release = release_tick(release_id=release.pk) or release
+            time.sleep(0.3)
+        assert release.phase == "WAITING_APPROVAL" and release.candidate_weight == 50
+        api = APIClient()
+        api.force_authenticate(world["ada"])
+        denied = api.post(f"/api/v1/releases/{release.pk}/actions/", {"action": "approve"},
+                          format="json")
+        assert denied.status_code == 403
+        api.force_authenticate(world["rita"])
+        wrong = api.post(f"/api/v1/releases/{release.pk}/actions/", {"action": "resume"},
+                         format="json")
+        assert wrong.status_code == 409
+        release_action(release=release, action="approve", actor=world["rita"], reason="looks good")
+        release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+    assert release.phase == "SUCCEEDED", release.reason
+    actors = set(release.events.exclude(actor="").values_list("actor", flat=True))
+    assert "rita" in actors
+    _unload(world, model)
