@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import cluster_views, registry_views, views
+from console import cluster_views, registry_views, release_views, views
 
 app_name = "console"
 
@@ -34,4 +34,13 @@ urlpatterns = [
         cluster_views.deployment_progress,
         name="deployment-progress",
     ),
+]
+
+# Releases (console/release_views.py).
+urlpatterns += [
+    path("releases/", release_views.release_list, name="release-list"),
+    path("releases/start/", release_views.release_start, name="release-start"),
+    path("releases/<int:release_id>/", release_views.release_detail, name="release-detail"),
+    path("releases/<int:release_id>/live/", release_views.release_live, name="release-live"),
+    path("releases/<int:release_id>/act/", release_views.release_act, name="release-act"),
 ]

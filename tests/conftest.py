@@ -102,40 +102,34 @@ class WorkerHandle:
         stop_process(self.proc)
 
 
-@pytest.fixture
-def celery_worker(transactional_db, tmp_path):
-    """A real Celery worker process on its own queue, reading the test database."""
+def start_celery_worker(log: Path, queue: str | None = None) -> WorkerHandle:
+    """Start a real Celery worker process on `queue` (a new one by default) and wait for it."""
     from controlplane.celery import app
 
-    queue = f"test-{uuid.uuid4().hex[:10]}"
-    hostname = f"{queue}@localhost"
-    log = tmp_path / "worker.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "controlplane",
-                "worker",
-                "--pool=solo",
-                "--concurrency=1",
-                "--without-gossip",
-                "--without-mingle",
-                "-Q",
-                queue,
-                "-n",
-                hostname,
-                "--loglevel=INFO",
-            ],
-            cwd=ROOT,
-            env=child_environment(
-                CELERY_QUEUE=queue, SWITCHYARD_STORAGE_ROOT=str(settings.SWITCHYARD_STORAGE_ROOT)
-            ),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    queue = queue or f"test-{uuid.uuid4().hex[:10]}"
+    hostname = f"{uuid.uuid4().hex[:6]}-{queue}@localhost"
+    args = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "controlplane",
+        "worker",
+        "--pool=solo",
+        "--concurrency=1",
+        "--without-gossip",
+        "--without-mingle",
+        "-Q",
+        queue,
+        "-n",
+        hostname,
+        "--loglevel=INFO",
+    ]
+    env = child_environment(
+        CELERY_QUEUE=queue, SWITCHYARD_STORAGE_ROOT=str(settings.SWITCHYARD_STORAGE_ROOT)
+    )
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     handle = WorkerHandle(proc, queue, hostname, log)
     try:
         wait_for(
@@ -145,6 +139,17 @@ def celery_worker(transactional_db, tmp_path):
             proc=proc,
             log=log,
         )
+    except BaseException:
+        handle.stop()
+        raise
+    return handle
+
+
+@pytest.fixture
+def celery_worker(transactional_db, tmp_path):
+    """A real Celery worker process on its own queue, reading the test database."""
+    handle = start_celery_worker(tmp_path / "worker.log")
+    try:
         yield handle
     finally:
         handle.stop()

@@ -34,8 +34,11 @@ class Traffic:
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        body = {"inputs": [{"name": "FEATURES", "datatype": "FP32", "shape": [1, 128],
-                            "data": [0.0] * 128}]}
+        body = {
+            "inputs": [
+                {"name": "FEATURES", "datatype": "FP32", "shape": [1, 128], "data": [0.0] * 128}
+            ]
+        }
         self._rng = np.random.default_rng(5)
         self._bodies = []
         for _ in range(64):
@@ -55,8 +58,12 @@ class Traffic:
             t.join(10)
 
     def _send(self, conn, body):
-        conn.request("POST", f"/v2/models/{self.model}/infer", body=body,
-                     headers={"Content-Type": "application/json"})
+        conn.request(
+            "POST",
+            f"/v2/models/{self.model}/infer",
+            body=body,
+            headers={"Content-Type": "application/json"},
+        )
         response = conn.getresponse()
         return response.status, response.read()
 
@@ -100,15 +107,32 @@ def release_world(triton_cluster, settings, tmp_path, make_user):
     team_create(name="fraud", actor=ada)
     (port,) = free_ports(1)
     cluster = cluster_create(
-        actor=rita, name="canary", environment="production",
-        router={"driver": "nginx", "listen": f"127.0.0.1:{port}",
-                "url": f"http://127.0.0.1:{port}", "prefix_dir": str(tmp_path / "router")},
+        actor=rita,
+        name="canary",
+        environment="production",
+        router={
+            "driver": "nginx",
+            "listen": f"127.0.0.1:{port}",
+            "url": f"http://127.0.0.1:{port}",
+            "prefix_dir": str(tmp_path / "router"),
+        },
     )
     for node in triton_cluster.nodes:
-        node_create(cluster=cluster, actor=rita, name=node.name, http_url=node.http_url,
-                    grpc_url=node.grpc_url, metrics_url=node.metrics_url)
-    world = {"rita": rita, "ada": ada, "cluster": cluster, "port": port,
-             "nodes": triton_cluster.nodes}
+        node_create(
+            cluster=cluster,
+            actor=rita,
+            name=node.name,
+            http_url=node.http_url,
+            grpc_url=node.grpc_url,
+            metrics_url=node.metrics_url,
+        )
+    world = {
+        "rita": rita,
+        "ada": ada,
+        "cluster": cluster,
+        "port": port,
+        "nodes": triton_cluster.nodes,
+    }
     try:
         yield world
     finally:
@@ -127,8 +151,7 @@ def _model_with_baseline(world, name: str, candidate_variant: int, sla: dict):
     model = model_create(name=name, team="fraud", actor=world["ada"], sla=sla)
     baseline = _register(model, world["ada"], 1)
     candidate = _register(model, world["ada"], candidate_variant)
-    deployment = deployment_create(cluster=world["cluster"], version=baseline,
-                                   actor=world["rita"])
+    deployment = deployment_create(cluster=world["cluster"], version=baseline, actor=world["rita"])
     assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
     # Pin the model's traffic through the router before any release exists.
     routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
@@ -154,25 +177,35 @@ def _loaded(world, model: str) -> list[set[str]]:
 
 
 def _unload(world, model) -> None:
-    unload = deployment_create(cluster=world["cluster"], version=None, model=model,
-                               actor=world["rita"])
+    unload = deployment_create(
+        cluster=world["cluster"], version=None, model=model, actor=world["rita"]
+    )
     deployment_run(deployment_id=unload.pk)
 
 
 def test_good_candidate_walks_every_step_and_is_promoted_with_no_failed_requests(release_world):
     world = release_world
     model, baseline, candidate = _model_with_baseline(
-        world, "rel_good", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0})
+        world, "rel_good", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0}
+    )
     with Traffic(world["port"], "rel_good") as traffic:
         time.sleep(1.0)
-        release = release_create(cluster=world["cluster"], candidate=candidate,
-                                 actor=world["rita"], steps=[20, 50, 100], step_interval_s=2,
-                                 analysis={"min_requests": 10, "max_failed_checks": 2},
-                                 drain_s=0.5, progress_deadline_s=60)
+        release = release_create(
+            cluster=world["cluster"],
+            candidate=candidate,
+            actor=world["rita"],
+            steps=[20, 50, 100],
+            step_interval_s=2,
+            analysis={"min_requests": 10, "max_failed_checks": 2},
+            drain_s=0.5,
+            progress_deadline_s=60,
+        )
         release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
         time.sleep(1.0)
-    assert release.phase == "SUCCEEDED", (release.reason, list(release.events.values_list(
-        "message", flat=True)))
+    assert release.phase == "SUCCEEDED", (
+        release.reason,
+        list(release.events.values_list("message", flat=True)),
+    )
     assert traffic.failed == 0, traffic.errors[:5]
     assert traffic.ok > 100 and set(traffic.versions) == {"1", "2"}
     print(f"requests ok={traffic.ok} failed={traffic.failed} retries={traffic.retries}")
@@ -188,13 +221,20 @@ def test_good_candidate_walks_every_step_and_is_promoted_with_no_failed_requests
 def test_faulty_candidate_is_rolled_back_by_the_gates_without_a_human(release_world):
     world = release_world
     model, baseline, candidate = _model_with_baseline(
-        world, "rel_faulty", 3, {"p99_latency_ms": 500, "min_success_rate": 99.0})
+        world, "rel_faulty", 3, {"p99_latency_ms": 500, "min_success_rate": 99.0}
+    )
     with Traffic(world["port"], "rel_faulty") as traffic:
         time.sleep(1.0)
-        release = release_create(cluster=world["cluster"], candidate=candidate,
-                                 actor=world["rita"], steps=[25, 50, 100], step_interval_s=2,
-                                 analysis={"min_requests": 10, "max_failed_checks": 1},
-                                 drain_s=0.5, progress_deadline_s=60)
+        release = release_create(
+            cluster=world["cluster"],
+            candidate=candidate,
+            actor=world["rita"],
+            steps=[25, 50, 100],
+            step_interval_s=2,
+            analysis={"min_requests": 10, "max_failed_checks": 1},
+            drain_s=0.5,
+            progress_deadline_s=60,
+        )
         release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
     assert release.phase == "ROLLED_BACK", release.reason
     why = " ".join(release.events.filter(kind="phase").values_list("message", flat=True))
@@ -209,14 +249,21 @@ def test_faulty_candidate_is_rolled_back_by_the_gates_without_a_human(release_wo
 def test_manual_gate_waits_until_approved(release_world):
     world = release_world
     model, baseline, candidate = _model_with_baseline(
-        world, "rel_gate", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0})
+        world, "rel_gate", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0}
+    )
     with Traffic(world["port"], "rel_gate"):
         time.sleep(1.0)
-        release = release_create(cluster=world["cluster"], candidate=candidate,
-                                 actor=world["rita"], steps=[50, 100], step_interval_s=2,
-                                 manual_gates=[100],
-                                 analysis={"min_requests": 10, "max_failed_checks": 2},
-                                 drain_s=0.5, progress_deadline_s=60)
+        release = release_create(
+            cluster=world["cluster"],
+            candidate=candidate,
+            actor=world["rita"],
+            steps=[50, 100],
+            step_interval_s=2,
+            manual_gates=[100],
+            analysis={"min_requests": 10, "max_failed_checks": 2},
+            drain_s=0.5,
+            progress_deadline_s=60,
+        )
         release = _tick_until(release, {"WAITING_APPROVAL"})
         for _ in range(5):
             release = release_tick(release_id=release.pk) or release
@@ -224,12 +271,14 @@ def test_manual_gate_waits_until_approved(release_world):
         assert release.phase == "WAITING_APPROVAL" and release.candidate_weight == 50
         api = APIClient()
         api.force_authenticate(world["ada"])
-        denied = api.post(f"/api/v1/releases/{release.pk}/actions/", {"action": "approve"},
-                          format="json")
+        denied = api.post(
+            f"/api/v1/releases/{release.pk}/actions/", {"action": "approve"}, format="json"
+        )
         assert denied.status_code == 403
         api.force_authenticate(world["rita"])
-        wrong = api.post(f"/api/v1/releases/{release.pk}/actions/", {"action": "resume"},
-                         format="json")
+        wrong = api.post(
+            f"/api/v1/releases/{release.pk}/actions/", {"action": "resume"}, format="json"
+        )
         assert wrong.status_code == 409
         release_action(release=release, action="approve", actor=world["rita"], reason="looks good")
         release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})

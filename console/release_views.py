@@ -1,0 +1,164 @@
+"""Release pages: list, start form, and the cockpit (phase, steps, weight, gates, actions)."""
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.roles import Role, user_has_role
+from deployments.models import TritonCluster
+from models_registry.models import ModelVersion
+from releases import selectors
+from releases.services import ReleaseError, release_action, release_create
+from releases.state_machine import ACTIONS, Phase
+
+ACTION_LABELS = {
+    "approve": "Approve next step",
+    "pause": "Pause",
+    "resume": "Resume",
+    "promote": "Promote now",
+    "rollback": "Roll back",
+}
+
+
+def _can_act(user) -> bool:
+    return user_has_role(user, Role.RELEASE_MANAGERS.value)
+
+
+def _release_or_404(release_id: int):
+    release = selectors.release_get(release_id=release_id)
+    if release is None:
+        raise Http404(f"No release {release_id}.")
+    return release
+
+
+@login_required
+def release_list(request):
+    context = {
+        "releases": selectors.release_list(),
+        "can_act": _can_act(request.user),
+        "clusters": TritonCluster.objects.all(),
+        "versions": ModelVersion.objects.select_related("model").order_by(
+            "model__name", "-version"
+        ),
+    }
+    return render(request, "console/releases/list.html", context)
+
+
+@login_required
+@require_POST
+def release_start(request):
+    if not _can_act(request.user):
+        raise PermissionDenied("Starting a release needs the release-managers role.")
+    post = request.POST
+    cluster = TritonCluster.objects.filter(pk=post.get("cluster_id")).first()
+    candidate = (
+        ModelVersion.objects.select_related("model").filter(pk=post.get("version_id")).first()
+    )
+    if cluster is None or candidate is None:
+        messages.error(request, "Choose a cluster and a candidate version.")
+        return redirect("console:release-list")
+    try:
+        steps = [float(x) for x in post.get("steps", "5,25,50,100").split(",") if x.strip()]
+        gates = [float(x) for x in post.get("manual_gates", "").split(",") if x.strip()]
+        release = release_create(
+            cluster=cluster,
+            candidate=candidate,
+            actor=request.user,
+            strategy=post.get("strategy", "canary"),
+            steps=steps,
+            manual_gates=gates,
+            step_interval_s=float(post.get("step_interval_s") or 30),
+            sticky_header=post.get("sticky_header", ""),
+        )
+    except (ReleaseError, ValueError) as exc:
+        messages.error(request, getattr(exc, "message", str(exc)))
+        return redirect("console:release-list")
+    return redirect("console:release-detail", release_id=release.pk)
+
+
+def _consequence(release, action: str) -> str:
+    """The sentence an action button shows before it runs (UI.md)."""
+    nodes = release.cluster.nodes.count()
+    c, b = f"v{release.candidate.version}", f"v{release.baseline.version}"
+    w = f"{release.candidate_weight:g}%"
+    return {
+        "rollback": f"Roll back: candidate weight {w} → 0%, {c} unloaded from {nodes} nodes, "
+        f"{b} keeps serving.",
+        "promote": f"Promote now: candidate weight {w} → 100%, then {b} is retired from "
+        f"{nodes} nodes and production moves to {c}.",
+        "approve": "Approve: the next step starts and its weight is applied.",
+        "pause": f"Pause: the weight stays at {w} and no step advances until resumed.",
+        "resume": "Resume: analysis restarts and steps advance again.",
+    }[action]
+
+
+def _cockpit_context(request, release) -> dict:
+    phase = Phase(release.phase)
+    analyses = [e for e in release.events.all() if e.kind == "analysis"]
+    actions = (
+        [
+            {"name": a, "label": ACTION_LABELS[a], "consequence": _consequence(release, a)}
+            for a in ("approve", "pause", "resume", "promote", "rollback")
+            if phase in ACTIONS[a]
+        ]
+        if _can_act(request.user) and not release.pending_action
+        else []
+    )
+    chart = {
+        "t": [a.data.get("at") for a in analyses],
+        "baseline": [a.data.get("baseline", {}) for a in analyses],
+        "candidate": [a.data.get("candidate", {}) for a in analyses],
+        "weights": [a.data.get("weight") for a in analyses],
+        "sla": release.model.sla,
+    }
+    return {
+        "release": release,
+        "steps": [
+            {
+                **s,
+                "done": i < release.step_index or release.phase == "SUCCEEDED",
+                "current": i == release.step_index and release.is_active,
+            }
+            for i, s in enumerate(release.steps)
+        ],
+        "analyses": list(reversed(analyses))[:30],
+        "events": list(reversed([e for e in release.events.all() if e.kind != "analysis"]))[:60],
+        "actions": actions,
+        "chart_json": json.dumps(chart),
+    }
+
+
+@login_required
+def release_detail(request, release_id):
+    release = _release_or_404(release_id)
+    return render(request, "console/releases/cockpit.html", _cockpit_context(request, release))
+
+
+@login_required
+def release_live(request, release_id):
+    """The cockpit's changing part; htmx polls it every 2 s while the release is active."""
+    release = _release_or_404(release_id)
+    return render(request, "console/releases/_live.html", _cockpit_context(request, release))
+
+
+@login_required
+@require_POST
+def release_act(request, release_id):
+    if not _can_act(request.user):
+        raise PermissionDenied("Release actions need the release-managers role.")
+    release = _release_or_404(release_id)
+    try:
+        release_action(
+            release=release,
+            action=request.POST.get("action", ""),
+            actor=request.user,
+            reason=request.POST.get("reason", ""),
+        )
+    except ReleaseError as exc:
+        messages.error(request, exc.message)
+    return redirect("console:release-detail", release_id=release_id)

@@ -1,0 +1,75 @@
+"""The release cockpit in Chromium: a release manager approves a manual gate with a reason
+while the tick runs in the background against real Triton nodes and a real nginx."""
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from releases.services import release_create, release_tick
+from tests.releases.test_release_flow import (
+    Traffic,
+    _model_with_baseline,
+    _unload,
+    release_world,  # noqa: F401 - fixture
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.triton, pytest.mark.django_db(transaction=True)]
+
+
+class Ticker(threading.Thread):
+    """What celery beat does in production: tick the release every half second."""
+
+    def __init__(self, release_id: int):
+        super().__init__(daemon=True)
+        self.release_id, self.stop = release_id, threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                release_tick(release_id=self.release_id)
+                time.sleep(0.5)
+        finally:
+            connection.close()
+
+
+def test_release_manager_approves_a_gate_on_the_cockpit(live_server, page, release_world):  # noqa: F811
+    world = release_world
+    model, _, candidate = _model_with_baseline(
+        world, "rel_cockpit", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0}
+    )
+    with Traffic(world["port"], "rel_cockpit"):
+        release = release_create(
+            cluster=world["cluster"],
+            candidate=candidate,
+            actor=world["rita"],
+            steps=[50, 100],
+            manual_gates=[100],
+            step_interval_s=2,
+            drain_s=0.5,
+            progress_deadline_s=60,
+            analysis={"min_requests": 10, "max_failed_checks": 2},
+        )
+        ticker = Ticker(release.pk)
+        ticker.start()
+        try:
+            page.goto(f"{live_server.url}/login/")
+            page.fill("#id_username", "rita")
+            page.fill("#id_password", "pw-rita")
+            page.click("button[type=submit]")
+            page.goto(f"{live_server.url}/releases/{release.pk}/")
+            page.wait_for_selector(
+                "[data-testid=phase]:has-text('WAITING_APPROVAL')", timeout=60000
+            )
+            assert "50% to v2" in page.inner_text("[data-testid=weight]")
+            assert "pass" in page.inner_text("[data-testid=gates]")
+            page.once("dialog", lambda dialog: dialog.accept("metrics look good"))
+            page.click("button[data-action=approve]")
+            page.wait_for_selector("[data-testid=phase]:has-text('SUCCEEDED')", timeout=60000)
+            timeline = page.inner_text("[data-testid=timeline]")
+            assert "rita asked to approve: metrics look good" in timeline
+        finally:
+            ticker.stop.set()
+            ticker.join(10)
+    _unload(world, model)
