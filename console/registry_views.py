@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from accounts.roles import Role, user_has_role
+from console.benchmark_views import benchmark_context
 from console.pbtxt import highlight_pbtxt
 from deployments.selectors import model_live_where
 from models_registry import selectors, services
@@ -190,5 +191,6 @@ def version_detail(request, name, version):
         "previous": previous,
         "diff": _config_diff(previous, found),
         "max_batch_size": int(found.config_json.get("max_batch_size", 0)),
+        **benchmark_context(request.user, found),
     }
     return render(request, "console/models/version.html", context)

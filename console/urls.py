@@ -1,6 +1,13 @@
 from django.urls import path
 
-from console import cluster_views, registry_views, release_views, views
+from console import (
+    benchmark_views,
+    cluster_views,
+    registry_views,
+    release_views,
+    telemetry_views,
+    views,
+)
 
 app_name = "console"
 
@@ -33,6 +40,32 @@ urlpatterns = [
         "deployments/<int:deployment_id>/progress/",
         cluster_views.deployment_progress,
         name="deployment-progress",
+    ),
+    path("clusters/<str:name>/live/", telemetry_views.cluster_live, name="cluster-live"),
+    path("models/<str:name>/live/", telemetry_views.model_live, name="model-live"),
+]
+
+# Benchmarks section of the version page (console/benchmark_views.py).
+urlpatterns += [
+    path(
+        "models/<str:name>/versions/<int:version>/benchmarks/start/",
+        benchmark_views.benchmark_start,
+        name="benchmark-start",
+    ),
+    path(
+        "models/<str:name>/versions/<int:version>/benchmarks/import/",
+        benchmark_views.benchmark_import,
+        name="benchmark-import",
+    ),
+    path(
+        "benchmarks/<int:run_id>/progress/",
+        benchmark_views.benchmark_progress,
+        name="benchmark-progress",
+    ),
+    path(
+        "benchmarks/<int:run_id>/cancel/",
+        benchmark_views.benchmark_cancel,
+        name="benchmark-cancel",
     ),
 ]
 

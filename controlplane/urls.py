@@ -10,7 +10,9 @@ api_v1 = [
     path("", include("accounts.urls_api")),
     path("", include("models_registry.urls_api")),
     path("", include("deployments.urls_api")),
+    path("", include("benchmarks.urls_api")),
     path("", include("releases.urls_api")),
+    path("", include("telemetry.urls_api")),
 ]
 
 urlpatterns = [

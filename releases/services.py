@@ -168,7 +168,12 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
         return
     metrics = observe.interval_metrics(release, views, interval["start"])
     if phase in GUARDED:
-        guard = fast_guard(metrics["candidate"], _sla(release))
+        guard = fast_guard(
+            metrics["candidate"],
+            _sla(release),
+            min_requests=int(release.analysis.get("fast_guard_min_requests", 20)),
+            error_rate_floor=float(release.analysis.get("fast_guard_error_floor", 0.2)),
+        )
         obs.update(fast_guard_tripped=guard.tripped, fast_guard_reason=guard.reason)
     every = float(release.analysis.get("interval_s", spec.step_interval_s))
     if phase == Phase.PROGRESSING and now - interval["start"]["at"] >= every:

@@ -174,3 +174,30 @@ SWITCHYARD_TRITON_LOAD_TIMEOUT_S = env.float("SWITCHYARD_TRITON_LOAD_TIMEOUT_S",
 SWITCHYARD_DEPLOY_DRAIN_S = env.float("SWITCHYARD_DEPLOY_DRAIN_S", default=2.0)
 # Smoke tests of new versions run on this cluster (default: any staging cluster).
 SWITCHYARD_SMOKE_CLUSTER = env.str("SWITCHYARD_SMOKE_CLUSTER", default="")
+
+# Telemetry: the collector's scrape interval (the demo uses 1 s), its per-node scrape
+# timeout, how long per-minute rollups are kept, and how often it re-reads the node list.
+TELEMETRY_INTERVAL_S = env.float("TELEMETRY_INTERVAL_S", default=2.0)
+TELEMETRY_SCRAPE_TIMEOUT_S = env.float("TELEMETRY_SCRAPE_TIMEOUT_S", default=1.5)
+TELEMETRY_ROLLUP_RETENTION_DAYS = env.int("TELEMETRY_ROLLUP_RETENTION_DAYS", default=90)
+TELEMETRY_TARGETS_REFRESH_S = env.float("TELEMETRY_TARGETS_REFRESH_S", default=30.0)
+# Hourly: retention is in days, so an hour's lag in deleting is harmless and cheap.
+CELERY_BEAT_SCHEDULE["telemetry-rollups-cleanup"] = {
+    "task": "telemetry.rollups_cleanup",
+    "schedule": 3600.0,
+}
+# plotly.js for the live charts, served from the installed plotly package (no CDN); found
+# without importing plotly (slow to import). Other apps' charts use the same entry.
+if not any(isinstance(e, tuple) and e[0] == "vendor/plotly" for e in STATICFILES_DIRS):
+    import importlib.util as _importlib_util
+    import pathlib as _pathlib
+
+    _plotly_package = _pathlib.Path(_importlib_util.find_spec("plotly").origin).parent
+    STATICFILES_DIRS.append(("vendor/plotly", _plotly_package / "package_data"))
+
+# Benchmarks: limits on one run (the task's soft limit is 900 s: levels x duration stay
+# below it) and the baseline tolerance of the verdict (p99 at most 1.3x production's).
+BENCHMARK_MAX_CONCURRENCY = env.int("BENCHMARK_MAX_CONCURRENCY", default=256)
+BENCHMARK_MAX_LEVEL_S = env.float("BENCHMARK_MAX_LEVEL_S", default=120.0)
+BENCHMARK_MAX_TOTAL_S = env.float("BENCHMARK_MAX_TOTAL_S", default=780.0)
+BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default=1.3)

@@ -6,71 +6,142 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('deployments', '0001_initial'),
-        ('models_registry', '0001_initial'),
+        ("deployments", "0001_initial"),
+        ("models_registry", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Release',
+            name="Release",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('strategy', models.CharField(default='canary', max_length=20)),
-                ('steps', models.JSONField()),
-                ('step_interval_s', models.FloatField(default=30.0)),
-                ('analysis', models.JSONField(default=dict)),
-                ('sticky_header', models.CharField(blank=True, max_length=100)),
-                ('progress_deadline_s', models.FloatField(default=600.0)),
-                ('drain_s', models.FloatField(default=2.0)),
-                ('phase', models.CharField(choices=[('PENDING', 'PENDING'), ('LOADING', 'LOADING'), ('PROGRESSING', 'PROGRESSING'), ('WAITING_APPROVAL', 'WAITING_APPROVAL'), ('PAUSED', 'PAUSED'), ('PROMOTING', 'PROMOTING'), ('DRAINING', 'DRAINING'), ('SUCCEEDED', 'SUCCEEDED'), ('ROLLING_BACK', 'ROLLING_BACK'), ('ROLLED_BACK', 'ROLLED_BACK'), ('FAILED', 'FAILED')], default='PENDING', max_length=20)),
-                ('step_index', models.PositiveIntegerField(default=0)),
-                ('candidate_weight', models.FloatField(default=0.0)),
-                ('failed_checks', models.PositiveIntegerField(default=0)),
-                ('inconclusive_checks', models.PositiveIntegerField(default=0)),
-                ('step_started_at', models.FloatField(default=0.0)),
-                ('phase_started_at', models.FloatField(default=0.0)),
-                ('paused_from', models.CharField(blank=True, max_length=20)),
-                ('checked_until', models.FloatField(blank=True, null=True)),
-                ('reason', models.TextField(blank=True)),
-                ('router_weight', models.FloatField(blank=True, null=True)),
-                ('applied_serving', models.CharField(blank=True, max_length=30)),
-                ('load_error', models.TextField(blank=True)),
-                ('pending_action', models.JSONField(blank=True, null=True)),
-                ('interval', models.JSONField(blank=True, default=dict)),
-                ('last_analysis', models.JSONField(blank=True, default=dict)),
-                ('revision', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('baseline', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='models_registry.modelversion')),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='models_registry.modelversion')),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='releases', to='deployments.tritoncluster')),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('model', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='releases', to='models_registry.model')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("strategy", models.CharField(default="canary", max_length=20)),
+                ("steps", models.JSONField()),
+                ("step_interval_s", models.FloatField(default=30.0)),
+                ("analysis", models.JSONField(default=dict)),
+                ("sticky_header", models.CharField(blank=True, max_length=100)),
+                ("progress_deadline_s", models.FloatField(default=600.0)),
+                ("drain_s", models.FloatField(default=2.0)),
+                (
+                    "phase",
+                    models.CharField(
+                        choices=[
+                            ("PENDING", "PENDING"),
+                            ("LOADING", "LOADING"),
+                            ("PROGRESSING", "PROGRESSING"),
+                            ("WAITING_APPROVAL", "WAITING_APPROVAL"),
+                            ("PAUSED", "PAUSED"),
+                            ("PROMOTING", "PROMOTING"),
+                            ("DRAINING", "DRAINING"),
+                            ("SUCCEEDED", "SUCCEEDED"),
+                            ("ROLLING_BACK", "ROLLING_BACK"),
+                            ("ROLLED_BACK", "ROLLED_BACK"),
+                            ("FAILED", "FAILED"),
+                        ],
+                        default="PENDING",
+                        max_length=20,
+                    ),
+                ),
+                ("step_index", models.PositiveIntegerField(default=0)),
+                ("candidate_weight", models.FloatField(default=0.0)),
+                ("failed_checks", models.PositiveIntegerField(default=0)),
+                ("inconclusive_checks", models.PositiveIntegerField(default=0)),
+                ("step_started_at", models.FloatField(default=0.0)),
+                ("phase_started_at", models.FloatField(default=0.0)),
+                ("paused_from", models.CharField(blank=True, max_length=20)),
+                ("checked_until", models.FloatField(blank=True, null=True)),
+                ("reason", models.TextField(blank=True)),
+                ("router_weight", models.FloatField(blank=True, null=True)),
+                ("applied_serving", models.CharField(blank=True, max_length=30)),
+                ("load_error", models.TextField(blank=True)),
+                ("pending_action", models.JSONField(blank=True, null=True)),
+                ("interval", models.JSONField(blank=True, default=dict)),
+                ("last_analysis", models.JSONField(blank=True, default=dict)),
+                ("revision", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "baseline",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="models_registry.modelversion",
+                    ),
+                ),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="models_registry.modelversion",
+                    ),
+                ),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="releases",
+                        to="deployments.tritoncluster",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "model",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="releases",
+                        to="models_registry.model",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='ReleaseEvent',
+            name="ReleaseEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(max_length=20)),
-                ('phase', models.CharField(max_length=20)),
-                ('message', models.TextField()),
-                ('data', models.JSONField(blank=True, default=dict)),
-                ('actor', models.CharField(blank=True, max_length=150)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('release', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='releases.release')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("kind", models.CharField(max_length=20)),
+                ("phase", models.CharField(max_length=20)),
+                ("message", models.TextField()),
+                ("data", models.JSONField(blank=True, default=dict)),
+                ("actor", models.CharField(blank=True, max_length=150)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "release",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="releases.release",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
+                "ordering": ["created_at", "id"],
             },
         ),
     ]

@@ -49,7 +49,7 @@ def test_release_manager_approves_a_gate_on_the_cockpit(live_server, page, relea
             step_interval_s=2,
             drain_s=0.5,
             progress_deadline_s=60,
-            analysis={"min_requests": 10, "max_failed_checks": 2},
+            analysis={"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 5},
         )
         ticker = Ticker(release.pk)
         ticker.start()

@@ -196,7 +196,7 @@ def test_good_candidate_walks_every_step_and_is_promoted_with_no_failed_requests
             actor=world["rita"],
             steps=[20, 50, 100],
             step_interval_s=2,
-            analysis={"min_requests": 10, "max_failed_checks": 2},
+            analysis={"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 5},
             drain_s=0.5,
             progress_deadline_s=60,
         )
@@ -260,7 +260,7 @@ def test_manual_gate_waits_until_approved(release_world):
             steps=[50, 100],
             step_interval_s=2,
             manual_gates=[100],
-            analysis={"min_requests": 10, "max_failed_checks": 2},
+            analysis={"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 5},
             drain_s=0.5,
             progress_deadline_s=60,
         )

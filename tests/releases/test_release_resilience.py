@@ -92,7 +92,7 @@ def test_a_worker_killed_mid_release_is_resumed_by_the_next_one(release_world, t
                 step_interval_s=2,
                 drain_s=0.5,
                 progress_deadline_s=90,
-                analysis={"min_requests": 10, "max_failed_checks": 2},
+                analysis={"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 5},
             )
             beat = Beat(release.pk, first.queue)
             beat.start()

@@ -1,0 +1,206 @@
+"""Gray releases under steady load through a real nginx in front of 2 real Triton nodes.
+
+Prints, measured in this one run:
+1. a good candidate released 10% -> 50% -> 100%: failed client requests (goal 0), retries
+   (connections closed by a reload before any response byte, retried once), and client p99
+   during the release / p99 in the 10 s before it (goal at most 1.2);
+2. the faulty example version at 5%: seconds from its first routed request to weight 0
+   (goal: at most two scrape intervals + 1 s; the tick observes every 0.5 s here) and
+   failed requests / (request rate x 5% x detection time) (goal at most 1).
+Usage: .venv/bin/python bench/release_flow.py
+"""
+
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
+
+
+class TimedTraffic:
+    """The tests' keep-alive client loop, keeping each request's time and latency."""
+
+    def __init__(self, port: int, model: str):
+        from tests.releases.test_release_flow import Traffic
+
+        self.inner = Traffic(port, model, clients=4)
+        self.samples: list[tuple[float, float, bool]] = []
+        send = self.inner._send
+
+        def timed(conn, body):
+            start = time.perf_counter()
+            try:
+                status, data = send(conn, body)
+            except Exception:
+                self.samples.append((time.time(), time.perf_counter() - start, False))
+                raise
+            self.samples.append((time.time(), time.perf_counter() - start, status == 200))
+            return status, data
+
+        self.inner._send = timed
+
+    def p99_ms(self, t0: float, t1: float) -> float:
+        import numpy as np
+
+        values = [d for t, d, ok in self.samples if t0 <= t < t1 and ok]
+        return float(np.percentile(values, 99)) * 1000 if values else float("nan")
+
+
+def _ticks(release_id: int, stop: threading.Event) -> None:
+    from django.db import connection
+
+    from releases.services import release_tick
+
+    try:
+        while not stop.is_set():
+            release_tick(release_id=release_id)
+            time.sleep(0.5)
+    finally:
+        connection.close()
+
+
+def main() -> None:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    test_db = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    from integrations.triton.local import free_ports, start_cluster
+    from releases import routing
+    from releases.models import Release
+    from releases.services import release_create
+
+    try:
+        with tempfile.TemporaryDirectory() as work, start_cluster(2, Path(work)) as fleet:
+            settings.SWITCHYARD_STORAGE_ROOT = Path(work) / "artifacts"
+            settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
+            from deployments.services import cluster_create, node_create
+            from models_registry.services import team_create
+            from tests.releases.test_release_flow import _model_with_baseline
+
+            user = get_user_model().objects.create(username="bench", is_superuser=True)
+            team_create(name="fraud", actor=user)
+            (port,) = free_ports(1)
+            cluster = cluster_create(
+                actor=user,
+                name="bench",
+                environment="production",
+                router={
+                    "driver": "nginx",
+                    "listen": f"127.0.0.1:{port}",
+                    "prefix_dir": f"{work}/router",
+                },
+            )
+            for node in fleet.nodes:
+                node_create(
+                    cluster=cluster,
+                    actor=user,
+                    name=node.name,
+                    http_url=node.http_url,
+                    grpc_url=node.grpc_url,
+                    metrics_url=node.metrics_url,
+                )
+            world = {"cluster": cluster, "ada": user, "rita": user}
+            sla = {"p99_latency_ms": 500, "min_success_rate": 99.0}
+            try:
+                _good(world, port, sla, release_create, Release, _model_with_baseline)
+                _bad(world, port, sla, release_create, Release, _model_with_baseline)
+            finally:
+                routing.router_for(cluster).stop()
+    finally:
+        connection.creation.destroy_test_db(test_db, verbosity=0)
+
+
+def _run(release, phases, Release, timeout=120.0):
+    stop = threading.Event()
+    ticker = threading.Thread(target=_ticks, args=(release.pk, stop), daemon=True)
+    ticker.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            release = Release.objects.get(pk=release.pk)
+            if release.phase in phases:
+                return release
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        ticker.join(10)
+    raise SystemExit(f"release stuck in {release.phase}")
+
+
+def _good(world, port, sla, release_create, Release, setup):
+    _, _, candidate = setup(world, "bench_good", 2, sla)
+    traffic = TimedTraffic(port, "bench_good")
+    with traffic.inner:
+        time.sleep(10)
+        started = time.time()
+        release = release_create(
+            cluster=world["cluster"],
+            candidate=candidate,
+            actor=world["rita"],
+            steps=[10, 50, 100],
+            step_interval_s=4,
+            analysis={"min_requests": 20},
+            drain_s=1,
+            progress_deadline_s=90,
+        )
+        release = _run(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"}, Release)
+        ended = time.time()
+    before, during = traffic.p99_ms(started - 10, started), traffic.p99_ms(started, ended)
+    t = traffic.inner
+    print(
+        f"good release: {release.phase} in {ended - started:.1f} s; requests ok {t.ok}, "
+        f"failed {t.failed} (goal 0), retries {t.retries}"
+    )
+    print(
+        f"client p99 before {before:.1f} ms, during {during:.1f} ms: ratio "
+        f"{during / before:.2f} (goal <= 1.2)"
+    )
+
+
+def _bad(world, port, sla, release_create, Release, setup):
+    _, _, candidate = setup(world, "bench_bad", 3, sla)
+    traffic = TimedTraffic(port, "bench_bad")
+    with traffic.inner:
+        time.sleep(3)
+        release = release_create(
+            cluster=world["cluster"],
+            candidate=candidate,
+            actor=world["rita"],
+            steps=[5, 100],
+            step_interval_s=30,
+            analysis={"min_requests": 20, "fast_guard_error_floor": 0.05},
+            drain_s=1,
+            progress_deadline_s=90,
+        )
+        release = _run(release, {"ROLLED_BACK", "FAILED", "SUCCEEDED"}, Release)
+        effects = list(release.events.filter(kind="effect").order_by("created_at"))
+        fault_at = next(e.created_at.timestamp() for e in effects if "5% to" in e.message)
+        zero_at = next(
+            e.created_at.timestamp()
+            for e in effects
+            if "0% to" in e.message and e.created_at.timestamp() > fault_at
+        )
+    detect = zero_at - fault_at
+    rate = sum(1 for t, _, _ in traffic.samples if fault_at - 3 <= t < fault_at) / 3
+    failed = sum(1 for t, _, ok in traffic.samples if fault_at <= t and not ok)
+    expected = rate * 0.05 * detect
+    print(
+        f"bad candidate at 5%: {release.phase}; fault to weight 0 in {detect:.2f} s "
+        f"(goal <= 2 x 0.5 s + 1 s = 2 s); failed {failed} / (rate {rate:.0f}/s x 5% x "
+        f"{detect:.2f} s = {expected:.1f}) = {failed / expected if expected else 0:.2f} "
+        "(goal <= 1)"
+    )
+
+
+if __name__ == "__main__":
+    main()

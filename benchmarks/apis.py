@@ -1,0 +1,165 @@
+"""Benchmark REST resources (API.md, Benchmarks): start, read, cancel, import, list."""
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.permissions import AlgorithmWrites
+from benchmarks import selectors, services
+from benchmarks.services import BenchmarkError
+from deployments.selectors import cluster_get
+from models_registry.models import ModelVersion
+
+MAX_IMPORT_BYTES = 5 * 1024 * 1024
+
+
+def _refused(exc: BenchmarkError, *, file_name: str = "") -> Response:
+    error = {"message": exc.message}
+    if exc.field == "file":
+        error["file"] = file_name
+    elif exc.field:
+        error["field"] = exc.field
+    if exc.line is not None:
+        error["line"] = exc.line
+    return Response({"errors": [error]}, status=exc.status)
+
+
+def _version_or_404(name: str, number: int) -> ModelVersion:
+    version = (
+        ModelVersion.objects.filter(model__name=name, version=number)
+        .select_related("model")
+        .first()
+    )
+    if version is None:
+        raise Http404(f"Model '{name}' has no version {number}.")
+    return version
+
+
+class BenchmarkSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    model = serializers.CharField(source="version.model.name")
+    version = serializers.IntegerField(source="version.version")
+    source = serializers.CharField()
+    status = serializers.CharField()
+    cluster = serializers.CharField(source="cluster.name", default=None)
+    node = serializers.CharField(source="node_name")
+    concurrency = serializers.ListField(child=serializers.IntegerField())
+    duration_s = serializers.FloatField()
+    batch_size = serializers.IntegerField()
+    level_index = serializers.IntegerField()
+    progress_pct = serializers.FloatField()
+    cancel_requested = serializers.BooleanField()
+    levels = serializers.JSONField(source="results")
+    verdict = serializers.JSONField()
+    error = serializers.CharField()
+    file_name = serializers.CharField()
+    requested_by = serializers.CharField(source="requested_by.username", default=None)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField()
+
+
+class BenchmarkCreateApi(APIView):
+    """POST /api/v1/benchmarks/ {"model","version","cluster","concurrency","duration_s"} -> 202."""
+
+    permission_classes = [AlgorithmWrites]
+
+    class InputSerializer(serializers.Serializer):
+        model = serializers.CharField()
+        version = serializers.IntegerField(min_value=1)
+        cluster = serializers.CharField()
+        concurrency = serializers.ListField(child=serializers.IntegerField(), default=[1, 4, 16])
+        duration_s = serializers.FloatField(default=10.0)
+        batch_size = serializers.IntegerField(min_value=1, default=1)
+        dims_override = serializers.DictField(
+            child=serializers.ListField(child=serializers.IntegerField()), required=False
+        )
+
+    @extend_schema(request=InputSerializer)
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        body = dict(data.validated_data)
+        version = _version_or_404(body.pop("model"), body.pop("version"))
+        cluster = cluster_get(name=body.pop("cluster"))
+        if cluster is None:
+            message = f"No cluster named '{request.data.get('cluster')}'."
+            return Response({"errors": [{"field": "cluster", "message": message}]}, status=400)
+        try:
+            run = services.benchmark_create(
+                version=version, cluster=cluster, actor=request.user, **body
+            )
+        except BenchmarkError as exc:
+            return _refused(exc)
+        return Response({"id": run.pk, "status": run.status}, status=status.HTTP_202_ACCEPTED)
+
+
+class BenchmarkDetailApi(APIView):
+    """GET /api/v1/benchmarks/{id}/: per-level numbers, progress and verdict."""
+
+    @extend_schema(responses={200: BenchmarkSerializer})
+    def get(self, request, run_id):
+        run = selectors.benchmark_get(run_id=run_id)
+        if run is None:
+            raise Http404(f"No benchmark {run_id}.")
+        return Response(BenchmarkSerializer(run).data)
+
+
+class BenchmarkCancelApi(APIView):
+    """POST /api/v1/benchmarks/{id}/cancel/ -> 202; 409 when it already finished."""
+
+    permission_classes = [AlgorithmWrites]
+
+    def post(self, request, run_id):
+        run = selectors.benchmark_get(run_id=run_id)
+        if run is None:
+            raise Http404(f"No benchmark {run_id}.")
+        try:
+            run = services.benchmark_cancel(run=run, actor=request.user)
+        except BenchmarkError as exc:
+            return _refused(exc)
+        return Response({"id": run.pk, "status": run.status}, status=status.HTTP_202_ACCEPTED)
+
+
+class VersionBenchmarksApi(APIView):
+    """GET /api/v1/models/{name}/versions/{v}/benchmarks/: a version's runs, newest first."""
+
+    @extend_schema(responses={200: BenchmarkSerializer(many=True)})
+    def get(self, request, name, version):
+        runs = selectors.version_benchmarks(version=_version_or_404(name, version))
+        return Response(BenchmarkSerializer(runs, many=True).data)
+
+
+class BenchmarkImportApi(APIView):
+    """POST /api/v1/models/{name}/versions/{v}/benchmarks/import/ (multipart file, format)."""
+
+    permission_classes = [AlgorithmWrites]
+    parser_classes = [MultiPartParser, FormParser]
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField()
+        format = serializers.ChoiceField(choices=["perf_analyzer", "model_analyzer"])
+
+    @extend_schema(request=InputSerializer, responses={201: BenchmarkSerializer})
+    def post(self, request, name, version):
+        found = _version_or_404(name, version)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        upload = data.validated_data["file"]
+        if upload.size > MAX_IMPORT_BYTES:
+            message = f"The file is larger than {MAX_IMPORT_BYTES} bytes."
+            return Response({"errors": [{"file": upload.name, "message": message}]}, status=400)
+        try:
+            run = services.benchmark_import(
+                version=found,
+                fmt=data.validated_data["format"],
+                data=upload.read(),
+                file_name=upload.name,
+                actor=request.user,
+            )
+        except BenchmarkError as exc:
+            return _refused(exc, file_name=upload.name)
+        return Response(BenchmarkSerializer(run).data, status=status.HTTP_201_CREATED)

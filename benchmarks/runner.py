@@ -1,0 +1,188 @@
+"""Driving load at a Triton node: a concurrency sweep under a temporary model name.
+
+No database here: services.benchmark_run reads the row, calls `sweep` outside any
+transaction and records what the callbacks report. Facts relied on (TRITON.md §1.5): the
+statistics extension lists pushed models, its counters are cumulative, a request is counted
+when its response is done. So a snapshot taken after every client thread has joined covers
+exactly the requests the clients sent in the window: the counts match one for one (requests
+refused by input validation would count nowhere, but generated inputs always fit).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import tritonclient.http as httpclient
+from tritonclient.utils import np_to_triton_dtype
+
+from benchmarks.analysis import level_summary, stats_delta
+from deployments.push import LoadPlan, client_for
+from integrations.triton.client import TritonClient
+from integrations.triton.errors import TritonError
+from integrations.triton.inputs import generate_inputs
+
+logger = logging.getLogger(__name__)
+
+WARMUP_REQUESTS = 5
+TICK_S = 0.25
+
+
+class Cancelled(Exception):
+    """The user asked to stop; levels finished before stay valid."""
+
+
+@dataclass
+class SweepSpec:
+    """What to run: the version's load plan, the levels and the request shape."""
+
+    plan: LoadPlan
+    version: int
+    temp_name: str
+    concurrency: Sequence[int]
+    duration_s: float
+    batch_size: int = 1
+    dims_override: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    request_timeout_s: float = 30.0
+
+
+# on_tick(level_index, fraction of the sweep done 0..1) -> True to cancel.
+TickFn = Callable[[int, float], bool]
+LevelFn = Callable[[dict], None]
+
+
+def _tensors(inputs: Mapping[str, np.ndarray]) -> list[httpclient.InferInput]:
+    tensors = []
+    for name, array in inputs.items():
+        if array.dtype.kind in "US":
+            array = array.astype(np.object_)
+        tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        tensor.set_data_from_numpy(array, binary_data=True)
+        tensors.append(tensor)
+    return tensors
+
+
+class _Worker(threading.Thread):
+    """One client connection sending requests back to back until the deadline or a stop."""
+
+    def __init__(self, url: str, spec: SweepSpec, inputs: dict, deadline: float, stop):
+        super().__init__(daemon=True)
+        self.url, self.spec, self.inputs = url, spec, inputs
+        self.deadline, self.stop = deadline, stop
+        self.latencies_ms: list[float] = []
+        self.errors = 0
+        self.last_error = ""
+        self.finished_at = 0.0
+
+    def run(self) -> None:
+        timeout = self.spec.request_timeout_s
+        scheme, _, address = self.url.partition("://")
+        try:
+            client = httpclient.InferenceServerClient(
+                address, connection_timeout=timeout, network_timeout=timeout, ssl=scheme == "https"
+            )
+        except Exception as exc:
+            self.last_error, self.finished_at = str(exc)[:300], time.perf_counter()
+            return
+        tensors, version = _tensors(self.inputs), str(self.spec.version)
+        try:
+            while time.perf_counter() < self.deadline and not self.stop.is_set():
+                started = time.perf_counter()
+                try:
+                    client.infer(self.spec.temp_name, tensors, model_version=version)
+                except Exception as exc:  # any failed request counts as an error, never kills
+                    self.errors += 1
+                    self.last_error = str(exc)[:300]
+                    continue
+                self.latencies_ms.append((time.perf_counter() - started) * 1000.0)
+        finally:
+            self.finished_at = time.perf_counter()
+            client.close()
+
+
+def _stats(client: TritonClient, spec: SweepSpec) -> dict | None:
+    rows = client.statistics(spec.temp_name, spec.version)
+    return rows[0] if rows else None
+
+
+def run_level(
+    client: TritonClient, spec: SweepSpec, index: int, on_tick: TickFn
+) -> tuple[dict, bool]:
+    """One level: N threads for duration_s; (summary with server delta, cancelled?)."""
+    concurrency = spec.concurrency[index]
+    inputs = generate_inputs(
+        spec.plan.config_dict, batch_size=spec.batch_size, dims_override=spec.dims_override
+    )
+    stop = threading.Event()
+    before = _stats(client, spec)
+    started = time.perf_counter()
+    workers = [
+        _Worker(client.node, spec, inputs, started + spec.duration_s, stop)
+        for _ in range(concurrency)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        while worker.is_alive():
+            worker.join(TICK_S)
+            done = min(1.0, (time.perf_counter() - started) / spec.duration_s)
+            if on_tick(index, (index + done) / len(spec.concurrency)):
+                stop.set()
+    # The window ends when the last response arrived, not when this loop noticed it.
+    elapsed = max(worker.finished_at for worker in workers) - started
+    after = _stats(client, spec)
+    summary = level_summary(
+        concurrency=concurrency,
+        latencies_ms=[ms for w in workers for ms in w.latencies_ms],
+        errors=sum(w.errors for w in workers),
+        elapsed_s=elapsed,
+    )
+    summary.update(stats_delta(before, after, elapsed))
+    errors = [w.last_error for w in workers if w.last_error]
+    if errors:
+        summary["last_error"] = errors[0]
+    return summary, stop.is_set()
+
+
+def _load(client: TritonClient, spec: SweepSpec) -> None:
+    config = json.loads(spec.plan.config_json)
+    config["name"] = spec.temp_name
+    client.load(spec.temp_name, config_json=json.dumps(config), files=spec.plan.files)
+    client.wait_ready(spec.temp_name, [spec.version], timeout_s=client.load_timeout_s)
+
+
+def _warm_up(client: TritonClient, spec: SweepSpec) -> None:
+    inputs = generate_inputs(
+        spec.plan.config_dict, batch_size=spec.batch_size, dims_override=spec.dims_override
+    )
+    for _ in range(WARMUP_REQUESTS):
+        client.infer(spec.temp_name, inputs, version=spec.version)
+
+
+def sweep(node, spec: SweepSpec, *, on_tick: TickFn, on_level: LevelFn) -> None:
+    """Load, warm up, run every level, report each; always unloads. Raises Cancelled."""
+    with client_for(node) as client:
+        try:
+            _load(client, spec)
+            _warm_up(client, spec)
+            for index in range(len(spec.concurrency)):
+                if on_tick(index, index / len(spec.concurrency)):
+                    raise Cancelled()
+                summary, cancelled = run_level(client, spec, index, on_tick)
+                if cancelled:
+                    raise Cancelled()
+                on_level(summary)
+        finally:
+            _unload_quietly(client, spec.temp_name)
+
+
+def _unload_quietly(client: TritonClient, name: str) -> None:
+    try:
+        client.unload(name)
+    except TritonError as exc:  # the original error matters more; reconcile sees leftovers
+        logger.warning("benchmark could not unload %s: %s", name, exc)

@@ -1,0 +1,67 @@
+"""Reads of benchmark runs: one run, a version's runs, production's baseline, the release gate."""
+
+from django.db.models import QuerySet
+
+from benchmarks.models import BenchmarkRun
+from deployments.models import TritonCluster
+from models_registry.models import Alias, ModelVersion
+
+PRODUCTION_ALIAS = "production"
+
+
+def benchmark_get(*, run_id: int) -> BenchmarkRun | None:
+    return (
+        BenchmarkRun.objects.select_related("version__model", "cluster", "node", "requested_by")
+        .filter(pk=run_id)
+        .first()
+    )
+
+
+def version_benchmarks(*, version: ModelVersion) -> QuerySet[BenchmarkRun]:
+    """A version's runs and imports, newest first."""
+    return BenchmarkRun.objects.filter(version=version).select_related(
+        "cluster", "node", "requested_by"
+    )
+
+
+def latest_finished(*, version: ModelVersion) -> BenchmarkRun | None:
+    """The newest succeeded run or import of a version, the one its page charts."""
+    return version_benchmarks(version=version).filter(status=BenchmarkRun.Status.SUCCEEDED).first()
+
+
+def version_has_passing_benchmark(version: ModelVersion) -> bool:
+    """True when any succeeded run or import of this version passed its verdict."""
+    return BenchmarkRun.objects.filter(
+        version=version, status=BenchmarkRun.Status.SUCCEEDED, verdict__passed=True
+    ).exists()
+
+
+def production_version(*, version: ModelVersion) -> ModelVersion | None:
+    alias = (
+        Alias.objects.filter(model_id=version.model_id, name=PRODUCTION_ALIAS)
+        .select_related("version__model")
+        .first()
+    )
+    return alias.version if alias else None
+
+
+def production_baseline(*, version: ModelVersion) -> dict | None:
+    """Production's newest passing benchmark as {"label","levels","run_id"}; None for itself."""
+    production = production_version(version=version)
+    if production is None or production.pk == version.pk:
+        return None
+    run = (
+        BenchmarkRun.objects.filter(
+            version=production, status=BenchmarkRun.Status.SUCCEEDED, verdict__passed=True
+        )
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if run is None:
+        return None
+    return {"label": f"production v{production.version}", "levels": run.results, "run_id": run.pk}
+
+
+def staging_clusters() -> QuerySet[TritonCluster]:
+    """Clusters a benchmark may run on."""
+    return TritonCluster.objects.filter(environment=TritonCluster.Environment.STAGING)

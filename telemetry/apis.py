@@ -1,0 +1,73 @@
+"""Metrics time series from the per-minute rollups (API.md: GET /api/v1/metrics/)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from telemetry import selectors
+
+_RELATIVE = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_since(value: str, *, now: datetime) -> datetime:
+    """An ISO datetime, or a span back from now such as "90m", "1h", "24h", "7d"."""
+    match = _RELATIVE.match(value.strip())
+    if match:
+        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    parsed = parse_datetime(value.strip())
+    if parsed is None:
+        raise serializers.ValidationError("Use an ISO 8601 time or a span like 1h, 24h, 7d.")
+    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
+
+
+class MetricsQuerySerializer(serializers.Serializer):
+    cluster = serializers.CharField(required=False, default="")
+    model = serializers.CharField(required=False, default="")
+    version = serializers.CharField(required=False, default="")
+    node = serializers.CharField(required=False, default="")
+    since = serializers.CharField(required=False, default="1h")
+    kind = serializers.ChoiceField(choices=["model", "node"], default="model")
+
+    def validate_since(self, value: str) -> datetime:
+        return parse_since(value, now=timezone.now())
+
+    def validate(self, attrs):
+        if attrs["kind"] == "node" and not attrs["cluster"]:
+            raise serializers.ValidationError({"cluster": "Node series need a cluster."})
+        return attrs
+
+
+class MetricsApi(APIView):
+    """Per-minute points per (cluster, model, version), summed over nodes unless `node`."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(name, str, required=False)
+            for name in ("cluster", "model", "version", "node", "since", "kind")
+        ],
+        responses={200: dict},
+    )
+    def get(self, request):
+        query = MetricsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        if q["kind"] == "node":
+            points = selectors.node_series(since=q["since"], cluster=q["cluster"], node=q["node"])
+        else:
+            points = selectors.metric_series(
+                since=q["since"],
+                cluster=q["cluster"],
+                model=q["model"],
+                version=q["version"],
+                node=q["node"],
+            )
+        return Response({"since": q["since"].isoformat(), "kind": q["kind"], "points": points})

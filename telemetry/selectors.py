@@ -1,0 +1,158 @@
+"""Reads for telemetry: what the collector watches, and rollup time series."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from django.db.models import Avg, F, Max, Sum
+
+from deployments.models import TritonCluster, TritonNode
+from telemetry.collector import Target
+from telemetry.models import Rollup
+
+MAX_POINTS = 20000
+
+
+@dataclass(frozen=True)
+class PrometheusCluster:
+    """A cluster whose numbers come from Prometheus; instance label -> node name."""
+
+    cluster: str
+    url: str
+    instances: tuple[tuple[str, str], ...]
+
+
+def _source(cluster: TritonCluster) -> str:
+    return (cluster.metrics or {}).get("source") or "scrape"
+
+
+def _nodes_with_metrics():
+    return TritonNode.objects.select_related("cluster").exclude(metrics_url="")
+
+
+def scrape_targets() -> list[Target]:
+    """Every node with a metrics URL in a cluster whose source is scrape."""
+    return [
+        Target(node.cluster.name, node.name, node.metrics_url)
+        for node in _nodes_with_metrics()
+        if _source(node.cluster) == "scrape"
+    ]
+
+
+def prometheus_clusters() -> list[PrometheusCluster]:
+    """Clusters whose metrics come from Prometheus, with each node's `instance` label."""
+    out = []
+    for cluster in TritonCluster.objects.prefetch_related("nodes"):
+        url = (cluster.metrics or {}).get("url", "")
+        if _source(cluster) != "prometheus" or not url:
+            continue
+        instances = tuple(
+            (urlsplit(n.metrics_url).netloc, n.name) for n in cluster.nodes.all() if n.metrics_url
+        )
+        out.append(PrometheusCluster(cluster.name, url, instances))
+    return out
+
+
+def _ratio(num, den, scale=1.0):
+    return round(num / den * scale, 3) if num is not None and den else None
+
+
+def _model_point(row: dict) -> dict:
+    requests, successes = row["requests"] or 0, row["successes"] or 0
+    return {
+        "ts": row["minute"].isoformat(),
+        "cluster": row["cluster__name"],
+        "model": row["model_name"],
+        "version": row["version"],
+        "requests": requests,
+        "failures": row["failures"] or 0,
+        "request_rate": round(requests / 60.0, 3),
+        "success_rate": _ratio(successes, requests, 100.0),
+        "avg_ms": _ratio(row["request_us"], successes, 1e-3),
+        "queue_ms": _ratio(row["queue_us"], successes, 1e-3),
+        "compute_ms": _ratio(row["compute_us"], successes, 1e-3),
+        "p99_ms": row["p99_ms"],
+    }
+
+
+def metric_series(
+    *,
+    since: datetime,
+    until: datetime | None = None,
+    cluster: str = "",
+    model: str = "",
+    version: str = "",
+    node: str = "",
+) -> list[dict]:
+    """Per-minute points per (cluster, model, version), summed over nodes unless `node`."""
+    rows = Rollup.objects.filter(minute__gte=since).exclude(model_name="")
+    if until is not None:
+        rows = rows.filter(minute__lt=until)
+    for field, value in (
+        ("cluster__name", cluster),
+        ("model_name", model),
+        ("version", version),
+        ("node_name", node),
+    ):
+        if value:
+            rows = rows.filter(**{field: value})
+    grouped = (
+        rows.values("minute", "cluster__name", "model_name", "version")
+        .annotate(
+            requests=Sum("requests"),
+            successes=Sum("successes"),
+            failures=Sum("failures"),
+            request_us=Sum("request_us"),
+            queue_us=Sum("queue_us"),
+            compute_us=Sum("compute_us"),
+            p99_ms=Max("p99_ms"),
+        )
+        .order_by("minute", "cluster__name", "model_name", F("version").asc())
+    )
+    return [_model_point(row) for row in grouped[:MAX_POINTS]]
+
+
+def node_series(*, since: datetime, cluster: str, node: str = "") -> list[dict]:
+    """Per-minute CPU and GPU utilization averages of each node of a cluster."""
+    rows = Rollup.objects.filter(minute__gte=since, cluster__name=cluster, model_name="")
+    if node:
+        rows = rows.filter(node_name=node)
+    grouped = rows.values("minute", "node_name").annotate(
+        cpu=Avg("cpu_util_avg"), gpu=Avg("gpu_util_avg")
+    )
+    return [
+        {
+            "ts": r["minute"].isoformat(),
+            "node": r["node_name"],
+            "cpu_util": r["cpu"],
+            "gpu_util": r["gpu"],
+        }
+        for r in grouped.order_by("minute", "node_name")[:MAX_POINTS]
+    ]
+
+
+def demo_targets(*, cluster: TritonCluster) -> list:
+    """Traffic targets for every serving model of a cluster: through its router when it has
+    a URL (unversioned, as clients call), else at each node for each serving version."""
+    from deployments.selectors import desired_state
+    from integrations.triton.client import TritonClient
+    from telemetry.traffic import TrafficTarget, check_loopback, request_body
+
+    nodes = list(cluster.nodes.all())
+    desired = desired_state(cluster=cluster)
+    if not nodes or not desired:
+        return []
+    with TritonClient(nodes[0].http_url, nodes[0].grpc_url or None, timeout_s=5) as client:
+        bodies = {m: request_body(client.model_config(m)) for m in desired}
+    router = (cluster.router or {}).get("url", "")
+    if router:
+        base = f"http://{check_loopback(router)}"
+        return [TrafficTarget(base, m, "", body) for m, body in bodies.items()]
+    return [
+        TrafficTarget(node.http_url, model, str(version), bodies[model])
+        for model, versions in desired.items()
+        for version in versions
+        for node in nodes
+    ]

@@ -1,0 +1,78 @@
+"""Writes of telemetry: per-minute rollups and their retention.
+
+Rollups are measurements, not decisions by a person, so they leave no audit event.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from deployments.models import TritonCluster
+from telemetry.models import Rollup
+from telemetry.rollups import RollupRow
+
+# A minute written twice (a restarted collector) adds up instead of overwriting.
+_UPSERT = """
+INSERT INTO telemetry_rollup (
+    cluster_id, node_name, model_name, version, minute, requests, successes, failures,
+    request_us, queue_us, compute_us, p99_ms, cpu_util_avg, gpu_util_avg, samples
+) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (cluster_id, node_name, model_name, version, minute) DO UPDATE SET
+    requests = telemetry_rollup.requests + EXCLUDED.requests,
+    successes = telemetry_rollup.successes + EXCLUDED.successes,
+    failures = telemetry_rollup.failures + EXCLUDED.failures,
+    request_us = telemetry_rollup.request_us + EXCLUDED.request_us,
+    queue_us = telemetry_rollup.queue_us + EXCLUDED.queue_us,
+    compute_us = telemetry_rollup.compute_us + EXCLUDED.compute_us,
+    samples = telemetry_rollup.samples + EXCLUDED.samples,
+    p99_ms = GREATEST(telemetry_rollup.p99_ms, EXCLUDED.p99_ms),
+    cpu_util_avg = COALESCE(EXCLUDED.cpu_util_avg, telemetry_rollup.cpu_util_avg),
+    gpu_util_avg = COALESCE(EXCLUDED.gpu_util_avg, telemetry_rollup.gpu_util_avg)
+"""
+
+
+def _values(row: RollupRow, cluster_id: int) -> tuple:
+    minute = datetime.fromtimestamp(row.minute, tz=UTC)
+    return (
+        cluster_id,
+        row.node,
+        row.model,
+        row.version,
+        minute,
+        round(row.requests),
+        round(row.successes),
+        round(row.failures),
+        row.request_us,
+        row.queue_us,
+        row.compute_us,
+        row.p99_ms,
+        row.cpu_util_avg,
+        row.gpu_util_avg,
+        row.samples,
+    )
+
+
+def rollups_write(*, rows: list[RollupRow]) -> int:
+    """Add finished minutes to the rollup table (a minute written twice adds up); the count.
+
+    Rows of clusters that no longer exist are skipped.
+    """
+    names = {row.cluster for row in rows}
+    ids = dict(TritonCluster.objects.filter(name__in=names).values_list("name", "id"))
+    values = [_values(row, ids[row.cluster]) for row in rows if row.cluster in ids]
+    if not values:
+        return 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(_UPSERT, values)
+    return len(values)
+
+
+def rollups_cleanup(*, now: datetime | None = None) -> int:
+    """Delete rollups older than TELEMETRY_ROLLUP_RETENTION_DAYS; how many went."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.TELEMETRY_ROLLUP_RETENTION_DAYS)
+    deleted, _ = Rollup.objects.filter(minute__lt=cutoff).delete()
+    return deleted

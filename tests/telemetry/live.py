@@ -1,0 +1,82 @@
+"""Helpers of the live telemetry tests: example models on real nodes, clusters in the
+database, traffic, and a collector running in a thread of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from contextlib import contextmanager
+
+from deployments.models import TritonCluster, TritonNode
+from integrations.triton.client import TritonClient
+from telemetry.runner import CollectorRunner
+from telemetry.traffic import Traffic, TrafficTarget, request_body
+from tests.exampledata import example_config_json, example_files
+
+
+def db_cluster(name: str, nodes, **fields) -> TritonCluster:
+    cluster = TritonCluster.objects.create(name=name, environment="staging", **fields)
+    for node in nodes:
+        TritonNode.objects.create(
+            cluster=cluster,
+            name=node.name,
+            http_url=node.http_url,
+            grpc_url=node.grpc_url,
+            metrics_url=node.metrics_url,
+        )
+    return cluster
+
+
+def load_example(nodes, *, example: str, name: str, versions: list[int]) -> dict:
+    """Load versions of an example model on every node; its config as Triton reports it."""
+    files = {}
+    for version in versions:
+        for key, content in example_files(example, version).items():
+            files[key.removeprefix("file:")] = content
+    config = example_config_json(example, name=name, versions=versions)
+    for node in nodes:
+        with TritonClient(node.http_url, node.grpc_url, load_timeout_s=60) as client:
+            client.load(name, config_json=config, files=files)
+            reported = client.model_config(name)
+    return reported
+
+
+def unload(nodes, name: str) -> None:
+    for node in nodes:
+        with TritonClient(node.http_url, node.grpc_url) as client:
+            if client.is_live():
+                client.unload(name)
+
+
+def traffic(nodes, model: str, config: dict, *, version: str, rps: float) -> Traffic:
+    body = request_body(json.loads(json.dumps(config)))
+    targets = [TrafficTarget(node.http_url, model, version, body) for node in nodes]
+    return Traffic(targets, rps=rps, workers=3)
+
+
+@contextmanager
+def running_collector(interval_s: float = 1.0):
+    """CollectorRunner ticking in a background thread with its own event loop."""
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    runner = CollectorRunner(interval_s=interval_s)
+    errors: list[BaseException] = []
+
+    def main() -> None:
+        try:
+            loop.run_until_complete(runner.run(stop))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread
+            errors.append(exc)
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=main, name="collector", daemon=True)
+    thread.start()
+    try:
+        yield runner
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=15)
+        if errors:
+            raise errors[0]
