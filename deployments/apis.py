@@ -60,6 +60,7 @@ class ClusterSerializer(serializers.Serializer):
     router = RouterSerializer(required=False)
     metrics = MetricsSerializer(required=False)
     gpu_type = serializers.CharField(required=False, allow_blank=True, default="")
+    require_benchmark = serializers.BooleanField(required=False, default=False)
     node_hourly_cost = serializers.DecimalField(
         max_digits=10, decimal_places=4, required=False, min_value=0
     )

@@ -29,6 +29,8 @@ class TritonCluster(models.Model):
     # {"source": "scrape"|"prometheus", "url": "<prometheus url>"}
     metrics = models.JSONField(default=dict, blank=True)
     gpu_type = models.CharField(max_length=100, blank=True)
+    # Releases on this cluster need a passing benchmark of the candidate (issue: evidence).
+    require_benchmark = models.BooleanField(default=False)
     node_hourly_cost = models.DecimalField(
         max_digits=10, decimal_places=4, default=0, validators=[MinValueValidator(0)]
     )

@@ -80,6 +80,7 @@ class ReleaseListCreateApi(APIView):
         manual_gates = serializers.ListField(child=serializers.FloatField(), required=False)
         sticky_header = serializers.CharField(required=False, allow_blank=True, default="")
         progress_deadline_s = serializers.FloatField(min_value=10, default=600)
+        require_benchmark = serializers.BooleanField(required=False, allow_null=True, default=None)
 
     @extend_schema(responses={200: ReleaseSerializer(many=True)})
     def get(self, request):

@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.services import audit_record
+from benchmarks.services import BenchmarkGateError, benchmark_gate_check
 from deployments.services import serving_versions
 from releases import effects, events, observe
 from releases.analysis import SLA, analyze, fast_guard
@@ -48,6 +49,7 @@ def release_create(
     sticky_header: str = "",
     progress_deadline_s: float = 600.0,
     drain_s: float = 2.0,
+    require_benchmark: bool | None = None,
 ) -> Release:
     """Record a release of `candidate` against what serves now; validated; audited."""
     model = candidate.model
@@ -69,6 +71,11 @@ def release_create(
             "use strategy blue_green.",
             field="strategy",
         )
+    required = cluster.require_benchmark if require_benchmark is None else require_benchmark
+    try:
+        benchmark_gate_check(version=candidate, required=required)
+    except BenchmarkGateError as exc:
+        raise ReleaseError(str(exc) + ".", field="candidate_version") from None
     spec_steps = _steps(strategy, steps or [5, 25, 50, 100], manual_gates or [])
     release = Release(
         cluster=cluster,

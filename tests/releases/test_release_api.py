@@ -1,0 +1,93 @@
+"""Release API refusals that need no traffic: roles, input, and the benchmark requirement."""
+
+import io
+
+import pytest
+from rest_framework.test import APIClient
+
+from deployments.models import ServingState, ServingVersion
+from deployments.services import cluster_create, serving_state_set
+from models_registry.services import model_create, model_version_register, team_create
+from releases.models import Release
+from tests.registry.archives import example_entries, tar_gz
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def setup(settings, tmp_path, make_user):
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    ada, rita = make_user("ada", role="algorithm"), make_user("rita", role="release-managers")
+    team_create(name="fraud", actor=ada)
+    model = model_create(name="risk_score", team="fraud", actor=ada)
+    versions = [
+        model_version_register(
+            model=model, actor=ada, archive=io.BytesIO(tar_gz(example_entries("risk_score", v)))
+        )
+        for v in (1, 2)
+    ]
+    cluster = cluster_create(
+        actor=rita,
+        name="prod",
+        environment="production",
+        router={"driver": "nginx", "listen": "127.0.0.1:1"},
+        require_benchmark=True,
+    )
+    serving_state_set(cluster=cluster, model=model, versions=[versions[0]])
+    api = APIClient()
+    api.force_authenticate(rita)
+    return {"api": api, "ada": ada, "cluster": cluster, "versions": versions}
+
+
+BODY = {
+    "cluster": "prod",
+    "model": "risk_score",
+    "candidate_version": 2,
+    "steps": [10, 100],
+    "step_interval_s": 5,
+}
+
+
+def test_cluster_requiring_a_benchmark_refuses_a_candidate_without_one(setup):
+    response = setup["api"].post("/api/v1/releases/", BODY, format="json")
+    assert response.status_code == 400
+    error = response.json()["errors"][0]
+    assert error["field"] == "candidate_version"
+    assert "v2 has no passing benchmark" in error["message"]
+    assert not Release.objects.exists()
+
+
+def test_a_release_can_waive_the_cluster_requirement_and_then_starts_pending(setup):
+    response = setup["api"].post(
+        "/api/v1/releases/", {**BODY, "require_benchmark": False}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    body = setup["api"].get(f"/api/v1/releases/{response.json()['id']}/").json()
+    assert body["state"] == "PENDING" and body["baseline_version"] == 1
+    assert [s["weight"] for s in body["steps"]] == [10.0, 100.0]
+    again = setup["api"].post(
+        "/api/v1/releases/", {**BODY, "require_benchmark": False}, format="json"
+    )
+    assert again.status_code == 409  # one active release per model and cluster
+
+
+def test_only_release_managers_start_releases_and_bad_input_is_named(setup):
+    api = APIClient()
+    api.force_authenticate(setup["ada"])
+    assert api.post("/api/v1/releases/", BODY, format="json").status_code == 403
+    bad = setup["api"].post(
+        "/api/v1/releases/", {**BODY, "require_benchmark": False, "steps": [50, 20]}, format="json"
+    )
+    assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "steps"
+    same = setup["api"].post(
+        "/api/v1/releases/",
+        {**BODY, "candidate_version": 1, "require_benchmark": False},
+        format="json",
+    )
+    assert same.status_code == 400 and "already serves" in same.json()["errors"][0]["message"]
+    ServingVersion.objects.all().delete()
+    ServingState.objects.all().delete()
+    none = setup["api"].post(
+        "/api/v1/releases/", {**BODY, "require_benchmark": False}, format="json"
+    )
+    assert none.status_code == 400 and "deploy one first" in none.json()["errors"][0]["message"]
