@@ -92,16 +92,24 @@ def demo_cluster_register(*, base_port: int, nodes: int, actor):
     from deployments.models import TritonCluster, TritonNode
     from deployments.services import cluster_create, node_create
 
+    router = {
+        "driver": "nginx",
+        "listen": f"127.0.0.1:{base_port + 80}",
+        "url": f"http://127.0.0.1:{base_port + 80}",
+    }
     cluster = TritonCluster.objects.filter(name="local").first() or cluster_create(
         actor=actor,
         name="local",
         environment="staging",
         push_mode="upload",
-        router={"driver": "none"},
+        router=router,
         metrics={"source": "scrape"},
         gpu_type="CPU only",
         node_hourly_cost="0.50",
     )
+    if cluster.router != router:  # ports changed since the last demo
+        TritonCluster.objects.filter(pk=cluster.pk).update(router=router)
+        cluster.router = router
     for i in range(nodes):
         port = base_port + 3 * i
         urls = {

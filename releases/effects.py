@@ -36,6 +36,16 @@ def _routes(release: Release, weight: float | None) -> list:
     return routes
 
 
+def current_routes(cluster) -> list:
+    """The routes of every active release on a cluster, at the weights last applied."""
+    active = (
+        Release.objects.filter(cluster=cluster)
+        .exclude(phase__in=[p.value for p in TERMINAL])
+        .select_related("model", "baseline", "candidate")
+    )
+    return [route_for(r, r.router_weight or 0.0) for r in active if r.router_weight is not None]
+
+
 def set_weights(release: Release, weight: float | None) -> None:
     """Apply the router split (None: drop this release's route); records the applied weight."""
     router = router_for(release.cluster)

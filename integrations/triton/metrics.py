@@ -68,6 +68,11 @@ _ESCAPE_RE = re.compile(r'\\[\\n"]')
 _ESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
 
 
+# What a line's head means (see `_head`), and a line read: (head, value, timestamp).
+_Head = tuple[str, dict[str, str], int, str, ModelKey, str, dict[str, str]]
+_Line = tuple[_Head, float, float | None]
+
+
 class Sample(NamedTuple):
     """One sample line: name, labels, value and the optional timestamp in seconds."""
 
@@ -99,7 +104,16 @@ class Snapshot:
     models: dict[ModelKey, ModelSeries] = field(default_factory=dict)
     node: dict[str, float] = field(default_factory=dict)
     gpus: dict[str, dict[str, float]] = field(default_factory=dict)
-    samples: list[Sample] = field(default_factory=list)
+    _lines: list[_Line] = field(default_factory=list, repr=False)
+
+    @property
+    def samples(self) -> list[Sample]:
+        """Every line read, in text order, as a new list of Samples with their own labels.
+
+        Built on demand: the collector reads only the series, and building a Sample per
+        line cost a third of the parse.
+        """
+        return [Sample(head[0], head[1].copy(), value, ts) for head, value, ts in self._lines]
 
 
 def _unescape(value: str) -> str:
@@ -130,79 +144,127 @@ def _parse_labels(body: str) -> dict[str, str]:
     return labels
 
 
-def _split_line(line: str, seen: dict[str, dict[str, str]]) -> tuple | None:
-    """(name, labels, value, timestamp) of a line the collector reads, else None."""
-    brace = line.find("{")
-    if brace == -1:
-        name, *tokens = line.split()
-        if name not in _WANTED:
-            return None
-        labels: dict[str, str] = {}
-    else:
-        name = line[:brace]
-        if name not in _WANTED:
-            name = name.rstrip()
-            if name not in _WANTED:
-                return None
-        close = line.rindex("}")
-        body = line[brace + 1 : close]
-        labels = seen.get(body)  # the same label text repeats across families
-        if labels is None:
-            labels = seen[body] = _parse_labels(body)
-        tokens = line[close + 1 :].split()
-    timestamp = float(tokens[-1]) / 1000 if len(tokens) > 1 else None
-    return name, labels, float(tokens[0]), timestamp
+# Kinds of line, as small ints so the per-line dispatch is cheap, and the label that tells
+# a kind's series apart within a (model, version) or a node.
+_COUNTER, _QUANTILE, _FAILURE, _PENDING, _NODE_GAUGE, _GPU_GAUGE = range(6)
+_KINDS = {
+    "counter": _COUNTER,
+    "quantile": _QUANTILE,
+    "failure": _FAILURE,
+    "pending": _PENDING,
+    "node": _NODE_GAUGE,
+    "gpu": _GPU_GAUGE,
+}
+_SUB_LABEL = {_QUANTILE: "quantile", _FAILURE: "reason", _GPU_GAUGE: "gpu_uuid"}
+# What a line's head (name and label text, up to the last "}") means; None: not read. The
+# same heads come back on every scrape of every node, so the cache lives across calls and
+# holds a few entries per series; entries are never mutated (Samples get label copies).
+_HEADS: dict[str, _Head | None] = {}
+_HEADS_MAX = 100_000
 
 
-def _series(series: dict[ModelKey, ModelSeries], labels: dict[str, str]) -> ModelSeries:
+def _head(name: str, body: str | None) -> _Head:
+    """(name, labels, kind, field, (model, version), quantile/reason/gpu_uuid, extra labels)."""
+    kind, short = _KINDS[_WANTED[name][0]], _WANTED[name][1]
+    labels = {} if body is None else _parse_labels(body)
     key = (labels.get("model", ""), labels.get("version", ""))
-    found = series.get(key)
-    if found is None:
-        extra = {k: v for k, v in labels.items() if k not in _KEY_LABELS}
-        found = series[key] = ModelSeries(labels=extra)
+    sub = labels.get(_SUB_LABEL[kind], "") if kind in _SUB_LABEL else ""
+    extra = {k: v for k, v in labels.items() if k not in _KEY_LABELS}
+    return name, labels, kind, short, key, sub, extra
+
+
+def _remember(head: str, name: str, body: str | None) -> _Head | None:
+    found = _head(name, body) if name in _WANTED else None
+    if len(_HEADS) >= _HEADS_MAX:
+        _HEADS.clear()
+    _HEADS[head] = found
     return found
 
 
-def _store(
-    snap: Snapshot, series: dict[ModelKey, ModelSeries], name: str, labels: dict, value: float
-) -> None:
-    kind, short = _WANTED[name]
-    if kind == "counter":
-        counters = _series(series, labels).counters
-        counters[short] = counters.get(short, 0.0) + value
-    elif kind == "quantile":  # with several label sets keep the largest, never average
-        per_q = _series(series, labels).quantiles.setdefault(short, {})
-        q = labels.get("quantile", "")
-        old = per_q.get(q)
-        per_q[q] = value if old is None or math.isnan(old) or value > old else old
-    elif kind == "failure":
-        failures = _series(series, labels).failures
-        reason = labels.get("reason", "")
-        failures[reason] = failures.get(reason, 0.0) + value
-    elif kind == "pending":
-        _series(series, labels).pending += value
-    elif kind == "node":
-        snap.node[short] = value
+def _value(rest: str) -> tuple[float, float | None]:
+    """Value and the optional timestamp (ms in the text, seconds here) after the labels."""
+    tokens = rest.split()
+    return float(tokens[0]), (float(tokens[-1]) / 1000 if len(tokens) > 1 else None)
+
+
+def _slow_line(line: str) -> _Line | None:
+    """A line whose head is not cached yet, or has no labels: the general split."""
+    brace = line.find("{")
+    if brace == -1:
+        name, *tokens = line.split()
+        found = _HEADS.get(name, False)
+        if found is False:
+            found = _remember(name, name, None)
+        return None if found is None else (found, *_value(" ".join(tokens)))
+    name, close = line[:brace].rstrip(), line.rfind("}")
+    if name not in _WANTED:  # cache the miss too, unless the line has no "}" to key it by
+        if close != -1:
+            _remember(line[: close + 1], name, None)
+        return None
+    if close == -1:
+        raise ValueError(f"no closing brace: {line!r}")
+    found = _remember(line[: close + 1], name, line[brace + 1 : close])
+    return None if found is None else (found, *_value(line[close + 1 :]))
+
+
+def _read_lines(text: str) -> list[_Line]:
+    """(head, value, timestamp) of every line the collector reads, in text order.
+
+    The collector's hot loop: a line costs an rfind, a slice and a cache lookup; labels are
+    parsed once per distinct head, and lines of families not read stop at the lookup.
+    """
+    out: list[_Line] = []
+    append, heads = out.append, _HEADS
+    for line in text.splitlines():
+        if not line.startswith("nv_"):
+            line = line.strip()
+            if not line.startswith("nv_"):
+                continue
+        close = line.rfind("}")
+        found = heads.get(line[: close + 1], False) if close != -1 else False
+        if found is False:
+            parsed = _slow_line(line)
+            if parsed is not None:
+                append(parsed)
+        elif found is not None:
+            try:  # almost always a lone value; a timestamp takes the general split
+                append((found, float(line[close + 1 :]), None))
+            except ValueError:
+                append((found, *_value(line[close + 1 :])))
+    return out
+
+
+def _new_series(series: dict[ModelKey, ModelSeries], key: ModelKey, extra: dict) -> ModelSeries:
+    one = series[key] = ModelSeries(labels=dict(extra))
+    return one
+
+
+def _add(one: ModelSeries, kind: int, short: str, sub: str, value: float) -> None:
+    if kind == _COUNTER:
+        one.counters[short] = one.counters.get(short, 0.0) + value
+    elif kind == _QUANTILE:  # with several label sets keep the largest, never average
+        per_q = one.quantiles.setdefault(short, {})
+        old = per_q.get(sub)
+        per_q[sub] = value if old is None or math.isnan(old) or value > old else old
+    elif kind == _FAILURE:
+        one.failures[sub] = one.failures.get(sub, 0.0) + value
     else:
-        snap.gpus.setdefault(labels.get("gpu_uuid", ""), {})[short] = value
+        one.pending += value
 
 
 def parse_metrics(text: str) -> Snapshot:
     """Parse a /metrics text into a Snapshot of the families the collector reads."""
     snap = Snapshot()
     series: dict[ModelKey, ModelSeries] = {}
-    seen: dict[str, dict[str, str]] = {}
-    append = snap.samples.append
-    for line in text.splitlines():
-        if not line.startswith("nv_"):
-            line = line.strip()
-            if not line.startswith("nv_"):
-                continue
-        parts = _split_line(line, seen)
-        if parts is not None:
-            name, labels, value, timestamp = parts
-            append(Sample(name, labels.copy(), value, timestamp))
-            _store(snap, series, name, labels, value)
+    node, gpus = snap.node, snap.gpus
+    snap._lines = lines = _read_lines(text)
+    for (_, _, kind, short, key, sub, extra), value, _ in lines:
+        if kind == _NODE_GAUGE:
+            node[short] = value
+        elif kind == _GPU_GAUGE:
+            gpus.setdefault(sub, {})[short] = value
+        else:
+            _add(series.get(key) or _new_series(series, key, extra), kind, short, sub, value)
     snap.models = {k: s for k, s in series.items() if "success" in s.counters}
     return snap
 

@@ -224,3 +224,32 @@ def test_interval_must_be_positive():
     snap = parse_metrics(read("pair_after.txt"))
     with pytest.raises(ValueError):
         compute_interval(snap, snap, 0)
+
+
+@pytest.mark.parametrize("capture", CAPTURES)
+def test_a_second_parse_with_cached_heads_still_equals_the_reference(capture):
+    text = read(capture)
+    parse_metrics(text)
+    assert_matches_reference(text)
+    again = parse_metrics(text)
+    assert again.models == parse_metrics(text).models
+
+
+def test_timestamps_and_odd_spacing_equal_the_reference_on_a_repeat_parse():
+    text = (
+        'nv_inference_request_success{model="m",version="1"} 3 1700000000123\n'
+        'nv_inference_request_success{model="m",version="1"}   4\n'
+        "nv_cpu_utilization\t0.5 1700000000000\n"
+    )
+    for _ in range(2):
+        assert_matches_reference(text)
+    assert parse_metrics(text).models[("m", "1")].counters["success"] == 7
+
+
+def test_sample_labels_are_copies_that_do_not_leak_into_later_parses():
+    text = read("multi_model.txt")
+    parse_metrics(text).samples[0].labels["model"] = "changed"
+    snap = parse_metrics(text)
+    assert snap.samples[0].labels["model"] == "ticket_router"
+    snap.models[("ticket_router", "1")].labels["_team"] = "changed"
+    assert parse_metrics(text).models[("ticket_router", "1")].labels == TAGS

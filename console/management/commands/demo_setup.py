@@ -21,10 +21,10 @@ class Command(BaseCommand):
                 f"or run `make demo PORT={port + 10}`."
             )
         base = opts["triton_base_port"]
-        busy = [p for p in range(base, base + 6) if not port_is_free(p)]
+        busy = [p for p in (*range(base, base + 6), base + 80) if not port_is_free(p)]
         if busy:
             raise CommandError(
-                f"Port {busy[0]} (for the local Triton nodes) is in use: stop what holds it, "
+                f"Port {busy[0]} (for the local Triton nodes and router) is in use: stop what holds it, "
                 f"or run `make demo TRITON_BASE_PORT={base + 100}`."
             )
         demo_users_create()

@@ -1,0 +1,54 @@
+"""Run a cluster's nginx router in the foreground (for `make demo`); Ctrl-C stops it."""
+
+import signal
+import threading
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from deployments.models import TritonCluster
+from integrations.routers import RouterError
+from releases.effects import current_routes
+from releases.routing import router_for, router_state
+
+
+class Command(BaseCommand):
+    help = "Start the cluster's router with the routes of its active releases; stop it on exit."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--cluster", required=True)
+        parser.add_argument(
+            "--wait",
+            type=float,
+            default=0.0,
+            help="wait up to N s for the cluster to be registered",
+        )
+
+    def handle(self, *args, **opts):
+        deadline = time.monotonic() + opts["wait"]
+        cluster = None
+        while cluster is None:
+            cluster = TritonCluster.objects.filter(name=opts["cluster"]).first()
+            if cluster is None:
+                if time.monotonic() >= deadline:
+                    raise CommandError(f"No cluster named '{opts['cluster']}'.")
+                time.sleep(1)
+        if cluster.router.get("driver") != "nginx":
+            raise CommandError(f"Cluster {cluster.name} has no nginx router to run.")
+        router = router_for(cluster)
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        try:
+            router.apply(router_state(cluster, current_routes(cluster)))
+            self.stdout.write(
+                f"router for {cluster.name} listening on {cluster.router['listen']}"
+                f" (clients send to {cluster.router.get('url', '')})"
+            )
+            self.stdout.flush()
+            stop.wait()
+        except RouterError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            router.stop()
+            self.stdout.write("router stopped")
