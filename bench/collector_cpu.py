@@ -25,7 +25,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.test")
 
 NODES, MODELS = 100, 20
 FIXTURES = ROOT / "tests" / "fixtures" / "metrics"
-_SERIES = re.compile(r'model="risk_score",version="([23])"')
+# Failure lines carry `reason` between model and version: they are grown like the rest.
+_SERIES = re.compile(r'model="risk_score",(reason="[A-Z]+",)?version="([23])"')
 
 
 def grown(capture: str) -> str:
@@ -36,9 +37,9 @@ def grown(capture: str) -> str:
         if match is None:
             out.append(line)
             continue
-        version = "1" if match.group(1) == "2" else "2"
+        reason, version = match.group(1) or "", "1" if match.group(2) == "2" else "2"
         for i in range(MODELS):
-            out.append(_SERIES.sub(f'model="model_{i:02d}",version="{version}"', line))
+            out.append(_SERIES.sub(f'model="model_{i:02d}",{reason}version="{version}"', line))
     return "\n".join(out) + "\n"
 
 

@@ -103,7 +103,9 @@ def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[s
             requests=requests,
             errors=int(d["failure"]),
             avg_ms=d["request_us"] / d["success"] / 1000.0 if d["success"] else None,
-            p99_ms=max(p99s) if p99s and requests else None,
+            # The router's per-request latencies cover exactly this interval; Triton's
+            # summary quantiles span a longer window (warm-up outliers linger there).
+            p99_ms=(seen["latency_ms_p99"] if seen else max(p99s) if p99s and requests else None),
             queue_ms=d["queue_us"] / d["success"] / 1000.0 if d["success"] else None,
             router_requests=int(seen["requests"]) if seen else None,
             router_errors=int(seen["errors"]) if seen else None,

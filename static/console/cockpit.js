@@ -14,10 +14,13 @@
     };
     var traces = [series("baseline", "baseline", "#6c757d"), series("candidate", "candidate", "#0d6efd")];
     var sla = data.sla[el.dataset.sla];
-    var shapes = sla == null ? [] : [{type: "line", xref: "paper", x0: 0, x1: 1, y0: sla, y1: sla,
-                                      line: {dash: "dot", color: "#dc3545"}}];
-    Plotly.react(el, traces, {title: {text: el.dataset.title, font: {size: 13}}, shapes: shapes,
-      margin: {l: 40, r: 10, t: 30, b: 30}, legend: {orientation: "h"}}, {displayModeBar: false});
+    if (sla != null && times.length) {  // the SLA as a dotted line across the chart
+      traces.push({x: [times[0], times[times.length - 1]], y: [sla, sla], name: "SLA",
+                   mode: "lines", line: {dash: "dot", color: "#dc3545"}, hoverinfo: "y"});
+    }
+    Plotly.react(el, traces, {title: {text: el.dataset.title, font: {size: 13}},
+      height: el.clientHeight, margin: {l: 40, r: 10, t: 30, b: 30},
+      legend: {orientation: "h", x: 1, xanchor: "right", y: 1.18}}, {displayModeBar: false});
   }
 
   function drawAll(root) { root.querySelectorAll("[data-chart]").forEach(draw); }

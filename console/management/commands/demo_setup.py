@@ -24,7 +24,7 @@ class Command(BaseCommand):
         busy = [p for p in (*range(base, base + 6), base + 80) if not port_is_free(p)]
         if busy:
             raise CommandError(
-                f"Port {busy[0]} (for the local Triton nodes and router) is in use: stop what holds it, "
+                f"Port {busy[0]} (local Triton nodes and router) is in use: stop what holds it, "
                 f"or run `make demo TRITON_BASE_PORT={base + 100}`."
             )
         demo_users_create()

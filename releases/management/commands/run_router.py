@@ -26,15 +26,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         deadline = time.monotonic() + opts["wait"]
-        cluster = None
-        while cluster is None:
+        while True:
             cluster = TritonCluster.objects.filter(name=opts["cluster"]).first()
-            if cluster is None:
-                if time.monotonic() >= deadline:
-                    raise CommandError(f"No cluster named '{opts['cluster']}'.")
-                time.sleep(1)
-        if cluster.router.get("driver") != "nginx":
-            raise CommandError(f"Cluster {cluster.name} has no nginx router to run.")
+            if cluster is not None and cluster.router.get("driver") == "nginx":
+                break
+            if time.monotonic() >= deadline:
+                raise CommandError(f"No cluster named '{opts['cluster']}' with an nginx router.")
+            time.sleep(1)
         router = router_for(cluster)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -7,6 +7,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from deployments.models import TritonCluster
+from integrations.triton.errors import TritonError
 from telemetry.selectors import demo_targets
 from telemetry.traffic import Traffic
 
@@ -44,9 +45,10 @@ class Command(BaseCommand):
             try:
                 found, targets = self._targets(cluster)
                 break
-            except CommandError:
+            except (CommandError, TritonError, OSError) as exc:
+                # The demo starts this before the nodes serve anything: keep waiting.
                 if time.monotonic() >= deadline:
-                    raise
+                    raise CommandError(str(exc)) from None
                 time.sleep(2)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
