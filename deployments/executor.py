@@ -44,6 +44,25 @@ def deployment_run(*, deployment_id: int) -> Deployment:
         raise
 
 
+def _failures(nodes: list, outcomes: dict) -> tuple[list, str]:
+    """The nodes whose outcome failed, and their errors as one line."""
+    failed = [n for n in nodes if not outcomes[n.pk].ok]
+    return failed, "; ".join(f"{n.name}: {outcomes[n.pk].error}" for n in failed)
+
+
+def _record_outcomes(deployment: Deployment, nodes: list, outcomes: dict) -> None:
+    for node in nodes:
+        outcome = outcomes[node.pk]
+        deployment_node_record(
+            deployment,
+            node,
+            status=Status.READY if outcome.ok else Status.FAILED,
+            load_ms=outcome.load_ms,
+            warmup_ms=outcome.warmup_ms,
+            error=outcome.error,
+        )
+
+
 def _versions(deployment: Deployment, numbers: list[int]) -> list[ModelVersion]:
     return list(
         ModelVersion.objects.filter(model=deployment.model, version__in=numbers)
@@ -76,20 +95,10 @@ def _run_deploy(deployment: Deployment) -> Deployment:
     outcomes = push.fan_out(
         nodes, lambda node: push.apply_on_node(node, plan, warm_version=target.version)
     )
-    for node in nodes:
-        outcome = outcomes[node.pk]
-        deployment_node_record(
-            deployment,
-            node,
-            status=Status.READY if outcome.ok else Status.FAILED,
-            load_ms=outcome.load_ms,
-            warmup_ms=outcome.warmup_ms,
-            error=outcome.error,
-        )
-    failed = [node for node in nodes if not outcomes[node.pk].ok]
+    _record_outcomes(deployment, nodes, outcomes)
+    failed, reasons = _failures(nodes, outcomes)
     if failed:
         _revert(deployment, [n for n in nodes if outcomes[n.pk].ok], previous)
-        reasons = "; ".join(f"{n.name}: {outcomes[n.pk].error}" for n in failed)
         return deployment_finish(
             deployment,
             ok=False,
@@ -126,9 +135,8 @@ def _retire_previous(deployment: Deployment, nodes: list, target: ModelVersion) 
     time.sleep(settings.SWITCHYARD_DEPLOY_DRAIN_S)
     plan = _plan(deployment.cluster, [target])
     outcomes = push.fan_out(nodes, lambda n: push.apply_on_node(n, plan, warm_version=None))
-    failed = [n for n in nodes if not outcomes[n.pk].ok]
+    failed, reasons = _failures(nodes, outcomes)
     if failed:
-        reasons = "; ".join(f"{n.name}: {outcomes[n.pk].error}" for n in failed)
         return deployment_finish(
             deployment,
             ok=False,
@@ -145,18 +153,9 @@ def _run_unload(deployment: Deployment) -> Deployment:
         serving_state_set(cluster=deployment.cluster, model=deployment.model, versions=[])
     model = deployment.model.name
     outcomes = push.fan_out(nodes, lambda node: push.unload_on_node(node, model))
-    for node in nodes:
-        outcome = outcomes[node.pk]
-        deployment_node_record(
-            deployment,
-            node,
-            status=Status.READY if outcome.ok else Status.FAILED,
-            load_ms=outcome.load_ms,
-            error=outcome.error,
-        )
-    failed = [n for n in nodes if not outcomes[n.pk].ok]
+    _record_outcomes(deployment, nodes, outcomes)
+    failed, reasons = _failures(nodes, outcomes)
     if failed:
-        reasons = "; ".join(f"{n.name}: {outcomes[n.pk].error}" for n in failed)
         return deployment_finish(
             deployment,
             ok=False,

@@ -8,10 +8,11 @@ An unreachable node is marked down once, not logged on every tick.
 
 from dataclasses import dataclass, field
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from deployments import push
+from deployments.locks import advisory_lock
 from deployments.models import Deployment, DriftEvent, ServingState, TritonCluster, TritonNode
 from integrations.triton.errors import TritonError
 
@@ -122,26 +123,13 @@ def _record(cluster: TritonCluster, node: TritonNode, report: NodeReport) -> lis
 
 def cluster_reconcile(*, cluster: TritonCluster) -> list[DriftEvent]:
     """One pass over every node at once; returns the drift events it recorded."""
-    if not _try_lock(cluster.pk):
-        return []  # another pass on this cluster is still running
-    try:
+    with advisory_lock(LOCK_NAMESPACE, cluster.pk) as taken:
+        if not taken:
+            return []  # another pass on this cluster is still running
         desired = _desired(cluster)
         nodes = list(cluster.nodes.all())
         reports = push.fan_out(nodes, lambda node: _node_pass(cluster, node, desired))
         return [event for node in nodes for event in _record(cluster, node, reports[node.pk])]
-    finally:
-        _unlock(cluster.pk)
 
 
-LOCK_NAMESPACE = 7301  # pg advisory lock key space of reconcile
-
-
-def _try_lock(key: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, key])
-        return bool(cursor.fetchone()[0])
-
-
-def _unlock(key: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, key])
+LOCK_NAMESPACE = 7301  # advisory lock key space of reconcile

@@ -8,11 +8,12 @@ A crashed worker loses nothing: the next tick observes and re-applies.
 
 import time
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_record
 from benchmarks.services import BenchmarkGateError, benchmark_gate_check
+from deployments.locks import advisory_lock
 from deployments.services import serving_versions
 from releases import effects, events, observe
 from releases.analysis import SLA, analyze, fast_guard
@@ -223,9 +224,9 @@ def _observe(release: Release) -> Observation:
 
 def release_tick(*, release_id: int) -> Release | None:
     """One observe-decide-apply pass; returns the release, or None when another tick holds it."""
-    if not _try_lock(release_id):
-        return None
-    try:
+    with advisory_lock(LOCK_NAMESPACE, release_id) as taken:
+        if not taken:
+            return None
         release = Release.objects.select_related(
             "cluster", "model", "baseline__model", "candidate__model"
         ).get(pk=release_id)
@@ -235,8 +236,6 @@ def release_tick(*, release_id: int) -> Release | None:
         decision = decide(release.spec(), release.state(), obs)
         applied = effects.apply_all(release, decision) if not decision.rejected else []
         return _save(release, decision, obs, applied)
-    finally:
-        _unlock(release_id)
 
 
 def _save(release: Release, decision, obs: Observation, applied: list[ReleaseEvent]) -> Release:
@@ -284,14 +283,3 @@ def _save(release: Release, decision, obs: Observation, applied: list[ReleaseEve
         transaction.on_commit(lambda: events.publish(release.pk))
     release.refresh_from_db()
     return release
-
-
-def _try_lock(key: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, key])
-        return bool(cursor.fetchone()[0])
-
-
-def _unlock(key: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, key])

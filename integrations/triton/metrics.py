@@ -4,6 +4,8 @@ Pure Python, no Django, no network. Facts this relies on are in ../shared/TRITON
 
 * only the families the collector reads are parsed (`READ_FAMILIES`); everything else is
   skipped before its labels are looked at;
+* a line's head (name and labels) is parsed once and cached across calls, since every
+  scrape of every node repeats the same heads; `Snapshot.samples` is built on demand;
 * model series are keyed by (model, version); extra labels (`_<tag>` from `metric_tags`,
   `gpu_uuid`) are kept on the series and on the raw samples;
 * after an unload Triton 2.51 keeps printing the model's `nv_inference_request_failure`
@@ -239,19 +241,6 @@ def _new_series(series: dict[ModelKey, ModelSeries], key: ModelKey, extra: dict)
     return one
 
 
-def _add(one: ModelSeries, kind: int, short: str, sub: str, value: float) -> None:
-    if kind == _COUNTER:
-        one.counters[short] = one.counters.get(short, 0.0) + value
-    elif kind == _QUANTILE:  # with several label sets keep the largest, never average
-        per_q = one.quantiles.setdefault(short, {})
-        old = per_q.get(sub)
-        per_q[sub] = value if old is None or math.isnan(old) or value > old else old
-    elif kind == _FAILURE:
-        one.failures[sub] = one.failures.get(sub, 0.0) + value
-    else:
-        one.pending += value
-
-
 def parse_metrics(text: str) -> Snapshot:
     """Parse a /metrics text into a Snapshot of the families the collector reads."""
     snap = Snapshot()
@@ -259,12 +248,23 @@ def parse_metrics(text: str) -> Snapshot:
     node, gpus = snap.node, snap.gpus
     snap._lines = lines = _read_lines(text)
     for (_, _, kind, short, key, sub, extra), value, _ in lines:
-        if kind == _NODE_GAUGE:
+        if kind == _COUNTER:
+            counters = (series.get(key) or _new_series(series, key, extra)).counters
+            counters[short] = counters.get(short, 0.0) + value
+        elif kind == _QUANTILE:  # with several label sets keep the largest, never average
+            per_q = (series.get(key) or _new_series(series, key, extra)).quantiles
+            per_q = per_q.get(short) or per_q.setdefault(short, {})  # no {} built per line
+            old = per_q.get(sub)
+            per_q[sub] = value if old is None or math.isnan(old) or value > old else old
+        elif kind == _FAILURE:
+            failures = (series.get(key) or _new_series(series, key, extra)).failures
+            failures[sub] = failures.get(sub, 0.0) + value
+        elif kind == _PENDING:
+            (series.get(key) or _new_series(series, key, extra)).pending += value
+        elif kind == _NODE_GAUGE:
             node[short] = value
-        elif kind == _GPU_GAUGE:
-            gpus.setdefault(sub, {})[short] = value
         else:
-            _add(series.get(key) or _new_series(series, key, extra), kind, short, sub, value)
+            gpus.setdefault(sub, {})[short] = value
     snap.models = {k: s for k, s in series.items() if "success" in s.counters}
     return snap
 
