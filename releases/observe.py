@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from deployments import push
-from integrations.routers.access_log import summarize
+from integrations.routers.access_log import parse_lines, summarize
 from integrations.triton.errors import TritonError
 from integrations.triton.metrics import parse_metrics
 from releases.analysis import Metrics
@@ -85,12 +85,18 @@ def _delta(before: dict, after: dict, version: str) -> dict[str, float]:
 def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[str, Metrics]:
     """Baseline and candidate traffic since `start`, from Triton and from the router."""
     now = counters_now(views)
-    router = {}
+    router, entries = {}, []
     log = access_log_path(release.cluster)
     if log is not None and log.exists() and start.get("at"):
         with open(log, encoding="utf-8", errors="replace") as handle:
-            router = summarize(handle, since=start["at"])
-    out = {}
+            lines = handle.readlines()
+        router = summarize(lines, since=start["at"])
+        entries = [
+            e
+            for e in parse_lines(lines)
+            if e.ts >= start["at"] and e.model == release.model.name and e.version is not None
+        ]
+    out: dict = {"latencies": {}}
     for role, version in (
         ("baseline", release.baseline.version),
         ("candidate", release.candidate.version),
@@ -99,6 +105,9 @@ def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[s
         requests = int(d["success"] + d["failure"])
         p99s = [v.p99_ms[str(version)] for v in views.values() if str(version) in v.p99_ms]
         seen = router.get((release.model.name, version))
+        out["latencies"][role] = [
+            e.request_time_s * 1000 for e in entries if e.version == version and not e.is_error
+        ]
         out[role] = Metrics(
             requests=requests,
             errors=int(d["failure"]),

@@ -16,7 +16,7 @@ from benchmarks.services import BenchmarkGateError, benchmark_gate_check
 from deployments.locks import advisory_lock
 from deployments.services import serving_versions
 from releases import effects, events, observe
-from releases.analysis import SLA, analyze, fast_guard
+from releases.analysis import SLA, analyze, fast_guard, statistical_judge
 from releases.models import Release, ReleaseEvent
 from releases.state_machine import ACTIONS, GUARDED, TERMINAL, Observation, Phase, State, decide
 
@@ -194,7 +194,23 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
         )
         obs.update(verdict=verdict.result, verdict_reason=verdict.reason, verdict_at=now)
         release.last_analysis = events.analysis_payload(release, verdict, metrics, now)
+        release.last_analysis["judge"] = _judge(metrics)
         release.interval = {"marker": marker, "start": observe.counters_now(views)}
+
+
+def _judge(metrics: dict) -> dict:
+    """The statistical judge's p-values for the record (the gates above decide)."""
+    cand, base = metrics["candidate"], metrics["baseline"]
+    (cand_n, cand_e), (base_n, base_e) = cand.worst_counts(), base.worst_counts()
+    judgement = statistical_judge(
+        metrics["latencies"]["candidate"],
+        metrics["latencies"]["baseline"],
+        cand_e,
+        cand_n,
+        base_e,
+        base_n,
+    )
+    return {"latency_p_value": judgement.latency_p_value, "error_p_value": judgement.error_p_value}
 
 
 def _observe(release: Release) -> Observation:

@@ -211,6 +211,8 @@ def test_good_candidate_walks_every_step_and_is_promoted_with_no_failed_requests
     print(f"requests ok={traffic.ok} failed={traffic.failed} retries={traffic.retries}")
     kinds = list(release.events.values_list("kind", flat=True))
     assert kinds.count("analysis") >= 3
+    judged = [e.data["judge"] for e in release.events.filter(kind="analysis")]
+    assert any(j["latency_p_value"] is not None for j in judged)  # recorded with the gates
     steps = [e.message for e in release.events.filter(kind="effect")]
     assert any("20% to v2" in m for m in steps) and any("100% to v2" in m for m in steps)
     assert model.aliases.get(name="production").version_id == candidate.pk
