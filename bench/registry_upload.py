@@ -67,6 +67,12 @@ def child_register(archive: str, storage: str, model_name: str) -> dict:
     model, _ = Model.objects.get_or_create(name=model_name, team=team)
     from models_registry.services import model_version_register
 
+    # Warm up as a running server is: first-call imports and connections are not counted.
+    small = Path(storage) / "warmup.tar.gz"
+    small.parent.mkdir(parents=True, exist_ok=True)
+    build_archive(small, 0)
+    with open(small, "rb") as handle:
+        model_version_register(model=model, archive=handle, actor=user)
     before = rss_mb()
     start = time.perf_counter()
     with open(archive, "rb") as handle:

@@ -178,7 +178,7 @@ def _bad(world, port, sla, release_create, Release, setup):
             actor=world["rita"],
             steps=[5, 100],
             step_interval_s=30,
-            analysis={"min_requests": 20, "fast_guard_error_floor": 0.05},
+            analysis={"min_requests": 20},
             drain_s=1,
             progress_deadline_s=90,
         )

@@ -179,8 +179,11 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
         guard = fast_guard(
             metrics["candidate"],
             _sla(release),
-            min_requests=int(release.analysis.get("fast_guard_min_requests", 20)),
-            error_rate_floor=float(release.analysis.get("fast_guard_error_floor", 0.2)),
+            # Defaults: react within a couple of seconds to a clearly failing candidate (a
+            # 99.5 % lower bound above 5 % errors), never to one unlucky request.
+            min_requests=int(release.analysis.get("fast_guard_min_requests", 10)),
+            error_rate_floor=float(release.analysis.get("fast_guard_error_floor", 0.05)),
+            z=float(release.analysis.get("fast_guard_z", 2.58)),
         )
         obs.update(fast_guard_tripped=guard.tripped, fast_guard_reason=guard.reason)
     every = float(release.analysis.get("interval_s", spec.step_interval_s))
