@@ -76,6 +76,8 @@ class ServingState(models.Model):
     cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="serving")
     model = models.ForeignKey(Model, on_delete=models.PROTECT, related_name="serving")
     generation = models.PositiveIntegerField(default=0)
+    # Set while a gray release drives this model ("release:<id>"): deployments then refuse.
+    owner = models.CharField(max_length=50, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

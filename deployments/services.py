@@ -105,7 +105,28 @@ def serving_state_set(*, cluster: TritonCluster, model: Model, versions: list[Mo
     return state
 
 
-def _refuse_if_busy(cluster: TritonCluster, model: Model) -> None:
+def serving_owner_set(*, cluster: TritonCluster, model: Model, owner: str) -> None:
+    """Claim (or with "" release) the model's serving state for a release."""
+    ServingState.objects.filter(cluster=cluster, model=model).update(owner=owner)
+
+
+def refuse_if_busy(cluster: TritonCluster, model: Model) -> None:
+    """Raise DeploymentError (409) while a deployment or a release drives this model."""
+    owner = (
+        ServingState.objects.filter(cluster=cluster, model=model)
+        .values_list("owner", flat=True)
+        .first()
+    )
+    if owner:
+        raise DeploymentError(
+            f"{model.name} on {cluster.name} is under {owner.replace(':', ' ')}; "
+            "finish or roll it back first.",
+            status=409,
+        )
+    _refuse_running_deployment(cluster, model)
+
+
+def _refuse_running_deployment(cluster: TritonCluster, model: Model) -> None:
     busy = Deployment.objects.filter(
         cluster=cluster,
         model=model,
@@ -129,7 +150,7 @@ def deployment_create(
         raise DeploymentError(f"Cluster {cluster.name} has no nodes.", field="cluster")
     with transaction.atomic():
         TritonCluster.objects.select_for_update().get(pk=cluster.pk)
-        _refuse_if_busy(cluster, model)
+        refuse_if_busy(cluster, model)
         previous = [v.version for v in serving_versions(cluster=cluster, model=model)]
         deployment = Deployment.objects.create(
             cluster=cluster,

@@ -14,7 +14,12 @@ from django.utils import timezone
 from audit.services import audit_record
 from benchmarks.services import BenchmarkGateError, benchmark_gate_check
 from deployments.locks import advisory_lock
-from deployments.services import serving_versions
+from deployments.services import (
+    DeploymentError,
+    refuse_if_busy,
+    serving_owner_set,
+    serving_versions,
+)
 from releases import effects, events, observe
 from releases.analysis import SLA, analyze, fast_guard, statistical_judge
 from releases.models import Release, ReleaseEvent
@@ -106,10 +111,15 @@ def release_create(
             raise ReleaseError(
                 f"{model.name} already has an active release on {cluster.name}.", status=409
             )
+        try:
+            refuse_if_busy(cluster, model)
+        except DeploymentError as exc:
+            raise ReleaseError(exc.message, status=409) from None
         state = State.start(time.time())
         for key, value in release.state_fields(state).items():
             setattr(release, key, value)
         release.save()
+        serving_owner_set(cluster=cluster, model=model, owner=f"release:{release.pk}")
         ReleaseEvent.objects.create(
             release=release,
             kind="phase",
@@ -270,7 +280,8 @@ def _save(release: Release, decision, obs: Observation, applied: list[ReleaseEve
     )
     if obs.action is not None:
         fields["pending_action"] = None
-    if decision.state.phase in TERMINAL and release.phase not in {p.value for p in TERMINAL}:
+    finished = decision.state.phase in TERMINAL and release.phase not in {p.value for p in TERMINAL}
+    if finished:
         fields["finished_at"] = timezone.now()
     with transaction.atomic():
         updated = Release.objects.filter(pk=release.pk, revision=release.revision).update(**fields)
@@ -299,6 +310,8 @@ def _save(release: Release, decision, obs: Observation, applied: list[ReleaseEve
                 ),
             )
         ReleaseEvent.objects.bulk_create(rows)
+        if finished:
+            serving_owner_set(cluster=release.cluster, model=release.model, owner="")
         transaction.on_commit(lambda: events.publish(release.pk))
     release.refresh_from_db()
     return release

@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from deployments.models import ServingState, ServingVersion
-from deployments.services import cluster_create, serving_state_set
+from deployments.services import cluster_create, node_create, serving_state_set
 from models_registry.services import model_create, model_version_register, team_create
 from releases.models import Release
 from tests.registry.archives import example_entries, tar_gz
@@ -34,6 +34,7 @@ def setup(settings, tmp_path, make_user):
         require_benchmark=True,
     )
     serving_state_set(cluster=cluster, model=model, versions=[versions[0]])
+    node_create(cluster=cluster, actor=rita, name="n1", http_url="http://127.0.0.1:9")
     api = APIClient()
     api.force_authenticate(rita)
     return {"api": api, "ada": ada, "cluster": cluster, "versions": versions}
@@ -69,6 +70,13 @@ def test_a_release_can_waive_the_cluster_requirement_and_then_starts_pending(set
         "/api/v1/releases/", {**BODY, "require_benchmark": False}, format="json"
     )
     assert again.status_code == 409  # one active release per model and cluster
+    deploy = setup["api"].post(
+        "/api/v1/deployments/",
+        {"cluster": "prod", "model": "risk_score", "version": 2},
+        format="json",
+    )
+    assert deploy.status_code == 409  # the release owns the model's serving state
+    assert "under release" in deploy.json()["errors"][0]["message"]
 
 
 def test_only_release_managers_start_releases_and_bad_input_is_named(setup):
