@@ -7,10 +7,11 @@ Prints, measured in this one run:
 2. the faulty example version at 5%: seconds from its first routed request to weight 0
    (goal: at most two scrape intervals + 1 s; the tick observes every 0.5 s here) and
    failed requests / (request rate x 5% x detection time) (goal at most 1).
-Usage: .venv/bin/python bench/release_flow.py
+Usage: .venv/bin/python bench/release_flow.py [upload|filesystem]
 """
 
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+MODE = "upload"
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
@@ -79,8 +81,12 @@ def main() -> None:
     from releases.models import Release
     from releases.services import release_create
 
+    work = tempfile.mkdtemp()
     try:
-        with tempfile.TemporaryDirectory() as work, start_cluster(2, Path(work)) as fleet:
+        shared = Path(work) / "shared-repo"
+        shared.mkdir()
+        extra = [f"--model-repository={shared}"] if MODE == "filesystem" else []
+        with start_cluster(2, Path(work), extra_args=extra) as fleet:
             settings.SWITCHYARD_STORAGE_ROOT = Path(work) / "artifacts"
             settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
             from deployments.services import cluster_create, node_create
@@ -94,6 +100,8 @@ def main() -> None:
                 actor=user,
                 name="bench",
                 environment="production",
+                push_mode=MODE,
+                repository_path=str(shared) if MODE == "filesystem" else "",
                 router={
                     "driver": "nginx",
                     "listen": f"127.0.0.1:{port}",
@@ -118,6 +126,7 @@ def main() -> None:
                 routing.router_for(cluster).stop()
     finally:
         connection.creation.destroy_test_db(test_db, verbosity=0)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _run(release, phases, Release, timeout=120.0):
@@ -203,4 +212,6 @@ def _bad(world, port, sla, release_create, Release, setup):
 
 
 if __name__ == "__main__":
+    MODE = sys.argv[1] if len(sys.argv) > 1 else "upload"
+    print(f"push mode: {MODE}")
     main()

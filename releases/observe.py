@@ -7,6 +7,7 @@ release (`interval`); a counter that went down (node or model restart) counts fr
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from deployments import push
 from integrations.routers.access_log import parse_lines, summarize
@@ -64,9 +65,26 @@ def nodes_view(cluster, model: str, candidate: int) -> dict[str, NodeView]:
     return {n.name: views[n.pk] for n in nodes}
 
 
-def counters_now(views: dict[str, NodeView]) -> dict:
-    """{"at": epoch, "nodes": {node: {version: counters}}} to start an interval from."""
-    return {"at": time.time(), "nodes": {name: v.counters for name, v in views.items() if v.live}}
+def counters_now(views: dict[str, NodeView], log: Path | None = None) -> dict:
+    """{"at", "nodes": {node: {version: counters}}, "log_offset"} to start an interval from."""
+    offset = log.stat().st_size if log is not None and log.exists() else 0
+    return {
+        "at": time.time(),
+        "log_offset": offset,
+        "nodes": {name: v.counters for name, v in views.items() if v.live},
+    }
+
+
+def _router_lines(log: Path | None, start: dict) -> list[str]:
+    """The access log's lines written since the interval started (only those are read)."""
+    if log is None or not log.exists() or not start.get("at"):
+        return []
+    offset = int(start.get("log_offset", 0))
+    with open(log, "rb") as handle:
+        if handle.seek(0, 2) < offset:  # the log was rotated: read it all
+            offset = 0
+        handle.seek(offset)
+        return handle.read().decode("utf-8", errors="replace").splitlines()
 
 
 def _delta(before: dict, after: dict, version: str) -> dict[str, float]:
@@ -85,17 +103,13 @@ def _delta(before: dict, after: dict, version: str) -> dict[str, float]:
 def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[str, Metrics]:
     """Baseline and candidate traffic since `start`, from Triton and from the router."""
     now = counters_now(views)
-    router, entries = {}, []
-    log = access_log_path(release.cluster)
-    if log is not None and log.exists() and start.get("at"):
-        with open(log, encoding="utf-8", errors="replace") as handle:
-            lines = handle.readlines()
-        router = summarize(lines, since=start["at"])
-        entries = [
-            e
-            for e in parse_lines(lines)
-            if e.ts >= start["at"] and e.model == release.model.name and e.version is not None
-        ]
+    lines = _router_lines(access_log_path(release.cluster), start)
+    router = summarize(lines, since=start.get("at"))
+    entries = [
+        e
+        for e in parse_lines(lines)
+        if e.ts >= start.get("at", 0) and e.model == release.model.name and e.version is not None
+    ]
     out: dict = {"latencies": {}}
     for role, version in (
         ("baseline", release.baseline.version),

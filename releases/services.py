@@ -23,6 +23,7 @@ from deployments.services import (
 from releases import effects, events, observe
 from releases.analysis import SLA, analyze, fast_guard, statistical_judge
 from releases.models import Release, ReleaseEvent
+from releases.routing import access_log_path
 from releases.state_machine import ACTIONS, GUARDED, TERMINAL, Observation, Phase, State, decide
 
 LOCK_NAMESPACE = 7302
@@ -182,7 +183,10 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
     marker = [release.step_index, release.candidate_weight]
     interval = release.interval or {}
     if interval.get("marker") != marker or not interval.get("start"):
-        release.interval = {"marker": marker, "start": observe.counters_now(views)}
+        release.interval = {
+            "marker": marker,
+            "start": observe.counters_now(views, access_log_path(release.cluster)),
+        }
         return
     metrics = observe.interval_metrics(release, views, interval["start"])
     if phase in GUARDED:
@@ -208,7 +212,10 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
         obs.update(verdict=verdict.result, verdict_reason=verdict.reason, verdict_at=now)
         release.last_analysis = events.analysis_payload(release, verdict, metrics, now)
         release.last_analysis["judge"] = _judge(metrics)
-        release.interval = {"marker": marker, "start": observe.counters_now(views)}
+        release.interval = {
+            "marker": marker,
+            "start": observe.counters_now(views, access_log_path(release.cluster)),
+        }
 
 
 def _judge(metrics: dict) -> dict:
