@@ -18,9 +18,22 @@
       traces.push({x: [times[0], times[times.length - 1]], y: [sla, sla], name: "SLA",
                    mode: "lines", line: {dash: "dot", color: "#dc3545"}, hoverinfo: "y"});
     }
-    Plotly.react(el, traces, {title: {text: el.dataset.title, font: {size: 13}},
-      height: el.clientHeight, margin: {l: 40, r: 10, t: 30, b: 30},
-      legend: {orientation: "h", x: 1, xanchor: "right", y: 1.18}}, {displayModeBar: false});
+    var values = traces.reduce(function (all, tr) {
+      return all.concat(tr.y.filter(function (v) { return v != null; }));
+    }, []);
+    if (values.length) {  // each step change as a vertical line, labelled with its weight
+      var lo = Math.min.apply(null, values), hi = Math.max.apply(null, values);
+      data.weights.forEach(function (w, i) {
+        if (i > 0 && w !== data.weights[i - 1]) {
+          traces.push({x: [times[i], times[i]], y: [lo, hi], mode: "lines", showlegend: false,
+                       line: {dash: "dash", color: "#adb5bd", width: 1}, hoverinfo: "text",
+                       text: w + "%", name: "step " + w + "%"});
+        }
+      });
+    }
+    // Title and legend live in the page (above the chart) so nothing overflows the box.
+    Plotly.react(el, traces, {height: 200, autosize: true, showlegend: false,
+      margin: {l: 40, r: 10, t: 10, b: 30}}, {displayModeBar: false, responsive: true});
   }
 
   function drawAll(root) { root.querySelectorAll("[data-chart]").forEach(draw); }
