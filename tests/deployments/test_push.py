@@ -345,3 +345,67 @@ def test_deployment_api_runs_in_a_real_worker(world, celery_worker):
     assert all(n["load_ms"] > 0 and n["warmup_ms"] > 0 for n in body["nodes"])
     unload = api.post("/api/v1/clusters/worker/models/risk_worker/unload/")
     assert unload.status_code == 202
+
+
+def _register_slow_loading(model, user):
+    """risk_score v2 whose initialize takes 2 s, so a node can be killed in the middle."""
+    entries = example_entries("risk_score", 2)
+    config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
+    files = []
+    for name, data in entries[1:]:
+        if name.endswith("model.py"):
+            data = data.replace(
+                b"    def initialize(self, args):\n",
+                b"    def initialize(self, args):\n        import time\n\n        time.sleep(2)\n",
+            )
+            assert b"time.sleep(2)" in data
+        files.append((name, data))
+    archive = io.BytesIO(tar_gz([("config.pbtxt", config), *files]))
+    return model_version_register(model=model, archive=archive, actor=user)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_node_killed_in_the_middle_of_its_load_fails_clearly_and_others_go_back(world):
+    import threading
+
+    from django.db import connection
+
+    from deployments.models import DeploymentNode
+
+    fleet = world["fleet"]
+    model = model_create(name="risk_midkill", team="fraud", actor=world["ada"])
+    v1 = _register_renamed(model, world["ada"], 1)
+    slow = _register_slow_loading(model, world["ada"])
+    cluster = _cluster(world, name="midkill")
+    assert _deploy(cluster, v1, world["rita"]).status == "succeeded"
+
+    deployment = deployment_create(cluster=cluster, version=slow, actor=world["rita"])
+
+    def run() -> None:
+        try:
+            deployment_run(deployment_id=deployment.pk)
+        finally:
+            connection.close()
+
+    runner = threading.Thread(target=run)
+    victim = fleet.nodes[1]
+    runner.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not DeploymentNode.objects.filter(deployment=deployment, status="loading").exists():
+            assert time.monotonic() < deadline, "the push never started loading"
+            time.sleep(0.05)
+        time.sleep(0.8)  # every node is now inside the 2 s initialize of the new version
+        fleet.kill(victim)
+        runner.join(120)
+    finally:
+        fleet.restart(victim)
+    done = Deployment.objects.get(pk=deployment.pk)
+    assert done.status == "failed" and f"{victim.name}:" in done.error
+    rows = {r.node.name: r.status for r in done.nodes.select_related("node")}
+    assert rows[victim.name] == "failed"
+    for node in (fleet.nodes[0], fleet.nodes[2]):
+        assert rows[node.name] == "reverted"
+        assert _loaded(node, "risk_midkill") == {"1"}
+    cluster_reconcile(cluster=cluster)  # the restarted node gets v1 back
+    assert _loaded(victim, "risk_midkill") == {"1"}
