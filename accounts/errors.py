@@ -27,3 +27,11 @@ def api_exception_handler(exc, context):
     if response is not None and not (isinstance(response.data, dict) and "errors" in response.data):
         response.data = {"errors": _flatten(response.data)}
     return response
+
+
+def errors_response(message: str, *, field: str | None = None, status: int = 400):
+    """A one-error API answer in the contract's shape (API.md)."""
+    from rest_framework.response import Response
+
+    error = {**({"field": field} if field else {}), "message": message}
+    return Response({"errors": [error]}, status=status)

@@ -11,7 +11,7 @@ from accounts.permissions import AlgorithmWrites
 from benchmarks import selectors, services
 from benchmarks.services import BenchmarkError
 from deployments.selectors import cluster_get
-from models_registry.models import ModelVersion
+from models_registry.selectors import model_version_or_404
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 
@@ -25,17 +25,6 @@ def _refused(exc: BenchmarkError, *, file_name: str = "") -> Response:
     if exc.line is not None:
         error["line"] = exc.line
     return Response({"errors": [error]}, status=exc.status)
-
-
-def _version_or_404(name: str, number: int) -> ModelVersion:
-    version = (
-        ModelVersion.objects.filter(model__name=name, version=number)
-        .select_related("model")
-        .first()
-    )
-    if version is None:
-        raise Http404(f"Model '{name}' has no version {number}.")
-    return version
 
 
 class BenchmarkSerializer(serializers.Serializer):
@@ -83,7 +72,7 @@ class BenchmarkCreateApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         body = dict(data.validated_data)
-        version = _version_or_404(body.pop("model"), body.pop("version"))
+        version = model_version_or_404(model_name=body.pop("model"), version=body.pop("version"))
         cluster = cluster_get(name=body.pop("cluster"))
         if cluster is None:
             message = f"No cluster named '{request.data.get('cluster')}'."
@@ -129,7 +118,9 @@ class VersionBenchmarksApi(APIView):
 
     @extend_schema(responses={200: BenchmarkSerializer(many=True)})
     def get(self, request, name, version):
-        runs = selectors.version_benchmarks(version=_version_or_404(name, version))
+        runs = selectors.version_benchmarks(
+            version=model_version_or_404(model_name=name, version=version)
+        )
         return Response(BenchmarkSerializer(runs, many=True).data)
 
 
@@ -145,7 +136,7 @@ class BenchmarkImportApi(APIView):
 
     @extend_schema(request=InputSerializer, responses={201: BenchmarkSerializer})
     def post(self, request, name, version):
-        found = _version_or_404(name, version)
+        found = model_version_or_404(model_name=name, version=version)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]

@@ -14,21 +14,11 @@ from benchmarks.models import BenchmarkRun
 from benchmarks.services import BenchmarkError
 from deployments.selectors import cluster_get
 from models_registry.models import ModelVersion
+from models_registry.selectors import model_version_or_404
 
 
 def _can_benchmark(user) -> bool:
     return user_has_role(user, Role.ALGORITHM.value)
-
-
-def _version_or_404(name: str, number: int) -> ModelVersion:
-    version = (
-        ModelVersion.objects.filter(model__name=name, version=number)
-        .select_related("model")
-        .first()
-    )
-    if version is None:
-        raise Http404(f"Model '{name}' has no version {number}.")
-    return version
 
 
 def _chart_data(version: ModelVersion, latest: BenchmarkRun | None) -> dict:
@@ -70,7 +60,7 @@ def _levels(text: str) -> list[int]:
 @login_required
 @require_POST
 def benchmark_start(request, name, version):
-    found = _version_or_404(name, version)
+    found = model_version_or_404(model_name=name, version=version)
     if not _can_benchmark(request.user):
         raise PermissionDenied("Running benchmarks needs the algorithm role.")
     cluster = cluster_get(name=request.POST.get("cluster", ""))
@@ -119,7 +109,7 @@ def benchmark_cancel(request, run_id):
 @login_required
 @require_POST
 def benchmark_import(request, name, version):
-    found = _version_or_404(name, version)
+    found = model_version_or_404(model_name=name, version=version)
     if not _can_benchmark(request.user):
         raise PermissionDenied("Importing benchmarks needs the algorithm role.")
     upload = request.FILES.get("file")

@@ -6,15 +6,16 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.errors import errors_response
 from accounts.permissions import ReleaseManagersWrite
 from deployments import selectors, services
 from deployments.services import DeploymentError
-from models_registry.models import Model, ModelVersion
+from models_registry.models import Model
+from models_registry.selectors import model_version_find
 
 
 def _refused(exc: DeploymentError) -> Response:
-    error = {"message": exc.message, **({"field": exc.field} if exc.field else {})}
-    return Response({"errors": [error]}, status=exc.status)
+    return errors_response(exc.message, field=exc.field, status=exc.status)
 
 
 def _cluster_or_404(name: str):
@@ -177,11 +178,7 @@ class DeploymentCreateApi(APIView):
         data.is_valid(raise_exception=True)
         body = data.validated_data
         cluster = selectors.cluster_get(name=body["cluster"])
-        version = (
-            ModelVersion.objects.filter(model__name=body["model"], version=body["version"])
-            .select_related("model")
-            .first()
-        )
+        version = model_version_find(model_name=body["model"], version=body["version"])
         if cluster is None or version is None:
             field = "cluster" if cluster is None else "version"
             message = (

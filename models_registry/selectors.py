@@ -58,6 +58,25 @@ def model_version_get(*, model: Model, version: int) -> ModelVersion | None:
     )
 
 
+def model_version_find(*, model_name: str, version: int) -> ModelVersion | None:
+    """A version by its model's name and number (None when either does not exist)."""
+    return (
+        ModelVersion.objects.filter(model__name=model_name, version=version)
+        .select_related("model")
+        .first()
+    )
+
+
+def model_version_or_404(*, model_name: str, version: int) -> ModelVersion:
+    """model_version_find, or Http404 naming what is missing (for views and APIs)."""
+    from django.http import Http404
+
+    found = model_version_find(model_name=model_name, version=version)
+    if found is None:
+        raise Http404(f"Model '{model_name}' has no version {version}.")
+    return found
+
+
 def model_version_previous(*, version: ModelVersion) -> ModelVersion | None:
     """The version registered just before this one, for config diffs."""
     return (

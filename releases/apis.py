@@ -6,16 +6,16 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.errors import errors_response
 from accounts.permissions import ReleaseManagersWrite
 from deployments.models import TritonCluster
-from models_registry.models import ModelVersion
+from models_registry.selectors import model_version_find
 from releases import selectors, services
 from releases.services import ReleaseError
 
 
 def _refused(exc: ReleaseError) -> Response:
-    error = {"message": exc.message, **({"field": exc.field} if exc.field else {})}
-    return Response({"errors": [error]}, status=exc.status)
+    return errors_response(exc.message, field=exc.field, status=exc.status)
 
 
 class EventSerializer(serializers.Serializer):
@@ -93,7 +93,7 @@ class ReleaseListCreateApi(APIView):
         body = dict(data.validated_data)
         cluster = TritonCluster.objects.filter(name=body.pop("cluster")).first()
         model, number = body.pop("model"), body.pop("candidate_version")
-        candidate = ModelVersion.objects.filter(model__name=model, version=number).first()
+        candidate = model_version_find(model_name=model, version=number)
         if cluster is None or candidate is None:
             field = "cluster" if cluster is None else "candidate_version"
             message = (

@@ -18,7 +18,7 @@ from integrations.triton.local import start_cluster
 from models_registry.models import ModelVersion
 from models_registry.services import model_create, model_version_register, team_create
 from models_registry.storage import blob_path
-from tests.registry.archives import example_entries, tar_gz
+from tests.registry.archives import example_entries, register_risk_score_as, tar_gz
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
 
@@ -150,8 +150,8 @@ def test_node_down_during_a_push_fails_clearly_and_others_keep_the_previous_stat
     fleet = world["fleet"]
     model = model_create(name="risk_kill", team="fraud", actor=world["ada"])
     # The registry checks the config's name against the model: register under this name.
-    v1 = _register_renamed(model, world["ada"], 1)
-    v2 = _register_renamed(model, world["ada"], 2)
+    v1 = register_risk_score_as(model, world["ada"], 1)
+    v2 = register_risk_score_as(model, world["ada"], 2)
     cluster = _cluster(world, name="killed")
     assert _deploy(cluster, v1, world["rita"]).status == "succeeded"
 
@@ -184,18 +184,11 @@ def test_node_down_during_a_push_fails_clearly_and_others_keep_the_previous_stat
     assert cluster_reconcile(cluster=cluster) == []  # in sync: nothing more to do
 
 
-def _register_renamed(model, user, variant: int):
-    entries = example_entries("risk_score", variant)
-    config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
-    archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
-    return model_version_register(model=model, archive=archive, actor=user)
-
-
 def test_reconcile_retires_versions_loaded_behind_switchyards_back(world):
     fleet = world["fleet"]
     model = model_create(name="risk_drift", team="fraud", actor=world["ada"])
-    v1 = _register_renamed(model, world["ada"], 1)
-    v2 = _register_renamed(model, world["ada"], 2)
+    v1 = register_risk_score_as(model, world["ada"], 1)
+    v2 = register_risk_score_as(model, world["ada"], 2)
     cluster = _cluster(world, name="drift")
     assert _deploy(cluster, v2, world["rita"]).status == "succeeded"
     # Someone loads v1 and v2 by hand on one node.
@@ -213,7 +206,7 @@ def test_reconcile_retires_versions_loaded_behind_switchyards_back(world):
 
 def test_corrupted_stored_file_is_refused_before_any_load(world):
     model = model_create(name="risk_corrupt", team="fraud", actor=world["ada"])
-    v1 = _register_renamed(model, world["ada"], 1)
+    v1 = register_risk_score_as(model, world["ada"], 1)
     cluster = _cluster(world, name="corrupt")
     entry = next(e for e in v1.manifest if e["path"] == "weights.npz")
     path = blob_path(entry["sha256"])
@@ -231,7 +224,7 @@ def test_corrupted_stored_file_is_refused_before_any_load(world):
 
 def test_smoke_validation_loads_under_a_temporary_name_and_records_the_result(world):
     model = model_create(name="risk_smoke", team="fraud", actor=world["ada"])
-    version = _register_renamed(model, world["ada"], 2)
+    version = register_risk_score_as(model, world["ada"], 2)
     _cluster(world, name="staging", environment="staging")
     report = model_version_smoke_validate(version_id=version.pk)
     assert report["passed"] is True, report
@@ -245,7 +238,7 @@ def test_smoke_validation_loads_under_a_temporary_name_and_records_the_result(wo
 
 def test_deploy_and_cluster_apis_are_for_release_managers(world):
     model = model_create(name="risk_api", team="fraud", actor=world["ada"])
-    _register_renamed(model, world["ada"], 1)
+    register_risk_score_as(model, world["ada"], 1)
     cluster = _cluster(world, name="api")
     for user in (world["ada"], None):
         api = APIClient()
@@ -317,7 +310,7 @@ def test_cluster_api_validates_input(world):
 @pytest.mark.django_db(transaction=True)
 def test_deployment_api_runs_in_a_real_worker(world, celery_worker):
     model = model_create(name="risk_worker", team="fraud", actor=world["ada"])
-    _register_renamed(model, world["ada"], 1)
+    register_risk_score_as(model, world["ada"], 1)
     _cluster(world, name="worker")
     api = APIClient()
     api.force_authenticate(world["rita"])
@@ -374,7 +367,7 @@ def test_node_killed_in_the_middle_of_its_load_fails_clearly_and_others_go_back(
 
     fleet = world["fleet"]
     model = model_create(name="risk_midkill", team="fraud", actor=world["ada"])
-    v1 = _register_renamed(model, world["ada"], 1)
+    v1 = register_risk_score_as(model, world["ada"], 1)
     slow = _register_slow_loading(model, world["ada"])
     cluster = _cluster(world, name="midkill")
     assert _deploy(cluster, v1, world["rita"]).status == "succeeded"

@@ -64,3 +64,15 @@ def example_files(model: str, version: int) -> dict[str, bytes]:
         if path.is_file() and "__pycache__" not in path.parts:
             files[path.relative_to(vdir).as_posix()] = path.read_bytes()
     return files
+
+
+def register_risk_score_as(model, user, variant: int):
+    """Register an example risk_score variant under `model`'s own name (config renamed)."""
+    import io
+
+    from models_registry.services import model_version_register
+
+    entries = example_entries("risk_score", variant)
+    config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
+    archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
+    return model_version_register(model=model, archive=archive, actor=user)

@@ -1,7 +1,6 @@
 """Gray releases end to end: real Triton nodes, a real nginx router, steady client traffic
 through the router, the tick called in a loop (as the beat schedule does)."""
 
-import io
 import json
 import threading
 import time
@@ -15,10 +14,10 @@ from deployments.executor import deployment_run
 from deployments.services import cluster_create, deployment_create, node_create
 from integrations.triton.client import TritonClient
 from integrations.triton.local import free_ports
-from models_registry.services import model_create, model_version_register, team_create
+from models_registry.services import model_create, team_create
 from releases import routing
 from releases.services import release_action, release_create, release_tick
-from tests.registry.archives import example_entries, tar_gz
+from tests.registry.archives import register_risk_score_as
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
 
@@ -140,17 +139,10 @@ def release_world(triton_cluster, settings, tmp_path, make_user):
         routing._DRIVERS.clear()
 
 
-def _register(model, user, variant: int):
-    entries = example_entries("risk_score", variant)
-    config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
-    archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
-    return model_version_register(model=model, archive=archive, actor=user)
-
-
 def _model_with_baseline(world, name: str, candidate_variant: int, sla: dict):
     model = model_create(name=name, team="fraud", actor=world["ada"], sla=sla)
-    baseline = _register(model, world["ada"], 1)
-    candidate = _register(model, world["ada"], candidate_variant)
+    baseline = register_risk_score_as(model, world["ada"], 1)
+    candidate = register_risk_score_as(model, world["ada"], candidate_variant)
     deployment = deployment_create(cluster=world["cluster"], version=baseline, actor=world["rita"])
     assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
     # Pin the model's traffic through the router before any release exists.
