@@ -10,6 +10,7 @@ Prints, measured in this one run:
 Usage: .venv/bin/python bench/release_flow.py [upload|filesystem]
 """
 
+import json
 import os
 import shutil
 import sys
@@ -20,37 +21,79 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODE = "upload"
+BEFORE_S = 20  # steady traffic measured before the release starts
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
 
 
+def _client_process(port: int, model: str, stop, conn) -> None:
+    """The tests' keep-alive client loop in a process of its own, so the control plane's
+    Python work in this process (ticks) never holds the clients' GIL: in production the
+    clients, the router and the control plane are different machines."""
+    import django
+
+    django.setup()
+    from tests.releases.test_release_flow import Traffic
+
+    traffic = Traffic(port, model, clients=4)
+    samples: list[tuple[float, float, bool]] = []
+    send = traffic._send
+
+    def timed(connection, body):
+        start = time.perf_counter()
+        try:
+            status, data = send(connection, body)
+        except Exception:
+            samples.append((time.time(), time.perf_counter() - start, False, "retry"))
+            raise
+        ok = status == 200
+        version = json.loads(data).get("model_version", "") if ok else str(status)
+        samples.append((time.time(), time.perf_counter() - start, ok, version))
+        return status, data
+
+    traffic._send = timed
+    with traffic:
+        conn.send("started")
+        stop.wait()
+    conn.send(
+        {"samples": samples, "ok": traffic.ok, "failed": traffic.failed, "retries": traffic.retries}
+    )
+
+
 class TimedTraffic:
-    """The tests' keep-alive client loop, keeping each request's time and latency."""
+    """Steady keep-alive client traffic through the router, each request's time and latency
+    kept; `with` starts it and, on exit, collects what the client process measured."""
 
     def __init__(self, port: int, model: str):
-        from tests.releases.test_release_flow import Traffic
+        import multiprocessing
 
-        self.inner = Traffic(port, model, clients=4)
+        ctx = multiprocessing.get_context("spawn")
+        self._stop = ctx.Event()
+        self._conn, child = ctx.Pipe()
+        self._process = ctx.Process(target=_client_process, args=(port, model, self._stop, child))
         self.samples: list[tuple[float, float, bool]] = []
-        send = self.inner._send
+        self.ok = self.failed = self.retries = 0
 
-        def timed(conn, body):
-            start = time.perf_counter()
-            try:
-                status, data = send(conn, body)
-            except Exception:
-                self.samples.append((time.time(), time.perf_counter() - start, False))
-                raise
-            self.samples.append((time.time(), time.perf_counter() - start, status == 200))
-            return status, data
+    def __enter__(self):
+        self._process.start()
+        if not self._conn.poll(60) or self._conn.recv() != "started":
+            raise SystemExit("the client process did not start")
+        return self
 
-        self.inner._send = timed
+    def __exit__(self, *exc):
+        self._stop.set()
+        result = self._conn.recv() if self._conn.poll(60) else {"samples": []}
+        self._process.join(30)
+        self.samples = [tuple(s) for s in result["samples"]]
+        self.ok = result.get("ok", 0)
+        self.failed = result.get("failed", 0)
+        self.retries = result.get("retries", 0)
 
     def p99_ms(self, t0: float, t1: float) -> float:
         import numpy as np
 
-        values = [d for t, d, ok in self.samples if t0 <= t < t1 and ok]
+        values = [d for t, d, ok, _ in self.samples if t0 <= t < t1 and ok]
         return float(np.percentile(values, 99)) * 1000 if values else float("nan")
 
 
@@ -149,8 +192,8 @@ def _run(release, phases, Release, timeout=120.0):
 def _good(world, port, sla, release_create, Release, setup):
     _, _, candidate = setup(world, "bench_good", 2, sla)
     traffic = TimedTraffic(port, "bench_good")
-    with traffic.inner:
-        time.sleep(10)
+    with traffic:
+        time.sleep(BEFORE_S)
         started = time.time()
         release = release_create(
             cluster=world["cluster"],
@@ -164,8 +207,9 @@ def _good(world, port, sla, release_create, Release, setup):
         )
         release = _run(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"}, Release)
         ended = time.time()
-    before, during = traffic.p99_ms(started - 10, started), traffic.p99_ms(started, ended)
-    t = traffic.inner
+    before, during = traffic.p99_ms(started - BEFORE_S, started), traffic.p99_ms(started, ended)
+    _trace("good", traffic, release)
+    t = traffic
     print(
         f"good release: {release.phase} in {ended - started:.1f} s; requests ok {t.ok}, "
         f"failed {t.failed} (goal 0), retries {t.retries}"
@@ -176,10 +220,21 @@ def _good(world, port, sla, release_create, Release, setup):
     )
 
 
+def _trace(name, traffic, release):
+    path = os.environ.get("BENCH_TRACE")
+    if not path:
+        return
+    events = [
+        (e.created_at.timestamp(), e.kind, e.message) for e in release.events.order_by("created_at")
+    ]
+    with open(f"{path}.{name}.json", "w") as out:
+        json.dump({"samples": traffic.samples, "events": events}, out)
+
+
 def _bad(world, port, sla, release_create, Release, setup):
     _, _, candidate = setup(world, "bench_bad", 3, sla)
     traffic = TimedTraffic(port, "bench_bad")
-    with traffic.inner:
+    with traffic:
         time.sleep(3)
         release = release_create(
             cluster=world["cluster"],
@@ -200,8 +255,12 @@ def _bad(world, port, sla, release_create, Release, setup):
             if "0% to" in e.message and e.created_at.timestamp() > fault_at
         )
     detect = zero_at - fault_at
-    rate = sum(1 for t, _, _ in traffic.samples if fault_at - 3 <= t < fault_at) / 3
-    failed = sum(1 for t, _, ok in traffic.samples if fault_at <= t and not ok)
+    _trace("bad", traffic, release)
+    rate = sum(1 for t, *_ in traffic.samples if fault_at - 3 <= t < fault_at) / 3
+    # Connections closed by a reload before any byte are retried (counted apart).
+    failed = sum(
+        1 for t, _, ok, why in traffic.samples if t >= fault_at and not ok and why != "retry"
+    )
     expected = rate * 0.05 * detect
     print(
         f"bad candidate at 5%: {release.phase}; fault to weight 0 in {detect:.2f} s "

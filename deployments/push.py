@@ -3,9 +3,9 @@
 No database writes here: services read rows, build a LoadPlan, call these functions outside
 any transaction, and record the outcomes. Facts relied on (TRITON.md §1-2): one config per
 model (the highest served version's config applies to all), `version_policy: specific`
-chooses the versions, an identical config with identical files is a no-op (so a push id
-derived from the served digests makes re-applying idempotent), load is synchronous, and a
-failed load leaves the previous copy serving.
+chooses the versions, an identical config with identical files is a no-op (so re-applying is
+idempotent), a change of `version_policy` alone keeps the versions that stay (see
+push_id_for), load is synchronous, and a failed load leaves the previous copy serving.
 """
 
 import hashlib
@@ -57,9 +57,19 @@ class NodeOutcome:
 
 
 def push_id_for(versions: Sequence[ModelVersion]) -> str:
-    """Same served versions with the same digests -> same id -> Triton sees a no-op."""
-    text = ",".join(f"{v.version}:{v.digest}" for v in sorted(versions, key=lambda v: v.version))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """One id per registered model, the same whichever versions are served.
+
+    It marks a copy as Switchyard's: the first push over a copy loaded by anything else
+    (same name, same version numbers, no or another id) changes the config and so reloads
+    it. It must not depend on the served set: when a load changes only `version_policy`,
+    Triton keeps the versions that stay READY and starts only the added ones (measured on
+    2.51 in upload mode: adding a canary left the baseline's stub running), while any other
+    config change reloads every version, which would restart the baseline under live
+    traffic at each release step. Version files never change after registration, so the
+    set of digests adds nothing here.
+    """
+    model = versions[0].model
+    return hashlib.sha256(f"switchyard:{model.pk}:{model.name}".encode()).hexdigest()[:16]
 
 
 def _verified_bytes(entry: dict) -> bytes:

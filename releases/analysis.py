@@ -89,8 +89,14 @@ def analyze(
     min_requests: int,
     latency_tolerance: float,
     success_margin_pct: float = 0.5,
+    latency_margin_ms: float = 0.0,
 ) -> Verdict:
-    """Pass when every applicable check passes; inconclusive below min_requests; else fail."""
+    """Pass when every applicable check passes; inconclusive below min_requests; else fail.
+
+    A candidate's latency may exceed the baseline's by `latency_tolerance` times or by
+    `latency_margin_ms`, whichever allows more: at a millisecond or two, ratios measure
+    scheduling noise rather than the model (1.6 ms against 1.2 ms is 1.33x).
+    """
     volume = _at_least("requests", "requests", candidate.seen, min_requests, "")
     if not volume.passed:
         text = f"{candidate.seen} requests < {min_requests}"
@@ -98,7 +104,7 @@ def analyze(
     base = baseline if baseline is not None and baseline.seen > 0 else None
     checks = [volume, *_success_checks(candidate, base, sla, success_margin_pct)]
     for name in ("avg_ms", "p99_ms"):
-        checks += _latency_checks(name, candidate, base, sla, latency_tolerance)
+        checks += _latency_checks(name, candidate, base, sla, latency_tolerance, latency_margin_ms)
     if sla.max_queue_ms is not None and candidate.queue_ms is not None:
         checks.append(_at_most("queue_sla", "queue", candidate.queue_ms, sla.max_queue_ms))
     failed = [c for c in checks if not c.passed]
@@ -124,9 +130,15 @@ def _success_checks(
 
 
 def _latency_checks(
-    name: str, candidate: Metrics, baseline: Metrics | None, sla: SLA, tolerance: float
+    name: str,
+    candidate: Metrics,
+    baseline: Metrics | None,
+    sla: SLA,
+    tolerance: float,
+    margin_ms: float = 0.0,
 ) -> list[Check]:
-    """avg or p99 at or below the SLA (p99 SLA bounds both) and below baseline × tolerance."""
+    """avg or p99 at or below the SLA (p99 SLA bounds both) and below the larger of
+    baseline × tolerance and baseline + margin_ms."""
     observed = getattr(candidate, name)
     if observed is None:
         return []
@@ -137,6 +149,8 @@ def _latency_checks(
     base = getattr(baseline, name) if baseline is not None else None
     if base is not None and base > 0:
         limit, shown = base * tolerance, f"{_n(tolerance)}×{_n(base)}"
+        if base + margin_ms > limit:
+            limit, shown = base + margin_ms, f"{_n(base)} + {_n(margin_ms)} ms"
         checks.append(_at_most(f"{label}_vs_baseline", label, observed, limit, shown))
     return checks
 

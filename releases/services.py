@@ -208,6 +208,7 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
             _sla(release),
             min_requests=spec.min_requests,
             latency_tolerance=spec.latency_tolerance,
+            latency_margin_ms=float(release.analysis.get("latency_margin_ms", 1.0)),
         )
         obs.update(verdict=verdict.result, verdict_reason=verdict.reason, verdict_at=now)
         release.last_analysis = events.analysis_payload(release, verdict, metrics, now)

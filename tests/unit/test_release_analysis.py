@@ -160,3 +160,17 @@ def test_statistical_judge_flags_a_slower_and_more_failing_candidate() -> None:
 def test_two_proportion_edge_cases() -> None:
     assert two_proportion_greater(0, 0, 1, 10) is None
     assert two_proportion_greater(0, 10, 0, 10) == 1.0
+
+
+def test_latency_margin_forgives_millisecond_noise_but_not_a_real_slowdown() -> None:
+    base = Metrics(requests=5000, errors=0, avg_ms=1.2, p99_ms=3.0)
+    noisy = Metrics(requests=500, errors=0, avg_ms=1.6, p99_ms=3.9)
+    assert failed(judge(noisy, base)) == {"avg_vs_baseline"}  # 1.6 > 1.3 x 1.2 without margin
+    v = judge(noisy, base, latency_margin_ms=1.0)
+    assert v.result == "pass" and "avg 1.6 ≤ 1.2 + 1 ms" in v.reason
+    slow = Metrics(requests=500, errors=0, avg_ms=2.5, p99_ms=9.0)
+    v = judge(slow, base, latency_margin_ms=1.0)
+    assert failed(v) == {"avg_vs_baseline", "p99_vs_baseline"}
+    assert "avg 2.5 > 1.2 + 1 ms" in v.reason and "p99 9 > 3 + 1 ms" in v.reason
+    big = judge(Metrics(500, 0, 30, 60), Metrics(5000, 0, 20, 40), latency_margin_ms=1.0)
+    assert "avg 30 > 1.3×20" in big.reason and "p99 60 > 1.3×40" in big.reason

@@ -1,0 +1,95 @@
+"""Changing a model's serving set touches only the versions that change, on a real node.
+
+A release adds its candidate next to the baseline under live traffic and later retires the
+baseline. If either push restarted the version that stays, its traffic would pay for a new
+python stub on every step. The python backend runs one stub process per loaded version
+instance, so the test watches those processes on the local node.
+"""
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deployments import push
+from integrations.triton.client import TritonClient
+from models_registry.services import model_create, team_create
+from tests.registry.archives import register_risk_score_as
+
+pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+
+
+def _stubs() -> dict[int, str]:
+    """pid -> model.py path of every python backend stub running on this machine."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"triton_python_backend_stub") and len(argv) > 1:
+            found[int(entry.name)] = argv[1].decode()
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _apply(node, versions, *, warm):
+    plan = push.build_plan(versions, upload=True)
+    outcome = push.apply_on_node(node, plan, warm_version=warm)
+    assert outcome.ok, outcome.error
+
+
+def _score(node, model: str, version: int) -> np.ndarray:
+    with TritonClient(node.http_url, node.grpc_url) as client:
+        features = np.zeros((1, 128), dtype=np.float32)
+        return client.infer(model, {"FEATURES": features}, version=version).outputs["SCORE"]
+
+
+def test_adding_and_retiring_a_version_leaves_the_other_one_running(
+    triton_cluster, settings, tmp_path, make_user
+):
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    ada = make_user("ada", role="algorithm")
+    team_create(name="fraud", actor=ada)
+    model = model_create(name="keep_running", team="fraud", actor=ada)
+    v1 = register_risk_score_as(model, ada, 1)
+    v2 = register_risk_score_as(model, ada, 2)
+    node = triton_cluster.nodes[0]
+    try:
+        before = set(_stubs())
+        _apply(node, [v1], warm=1)
+        baseline = {pid: path for pid, path in _stubs().items() if pid not in before}
+        assert baseline and all(path.endswith("/1/model.py") for path in baseline.values())
+
+        _apply(node, [v1, v2], warm=2)  # what a release's LOADING step pushes
+        now = _stubs()
+        assert all(_alive(pid) and now.get(pid) == path for pid, path in baseline.items()), (
+            "adding the candidate restarted the baseline's stub"
+        )
+        candidate = {
+            pid: path for pid, path in now.items() if pid not in before and pid not in baseline
+        }
+        assert candidate and all(path.endswith("/2/model.py") for path in candidate.values())
+        assert _score(node, "keep_running", 1).shape == (1, 1)
+
+        _apply(node, [v2], warm=2)  # what promotion pushes once the baseline is drained
+        assert all(_alive(pid) for pid in candidate), "retiring v1 restarted v2's stub"
+        with TritonClient(node.http_url, node.grpc_url) as client:
+            deadline = time.monotonic() + 15
+            while client.loaded_models().get("keep_running") != {"2"}:
+                assert time.monotonic() < deadline, client.loaded_models().get("keep_running")
+                time.sleep(0.2)
+    finally:
+        with TritonClient(node.http_url, node.grpc_url) as client:
+            client.unload("keep_running")
