@@ -114,6 +114,7 @@ def _cockpit_context(request, release) -> dict:
         "baseline": [a.data.get("baseline", {}) for a in analyses],
         "candidate": [a.data.get("candidate", {}) for a in analyses],
         "weights": [a.data.get("weight") for a in analyses],
+        "seconds": [a.data.get("seconds") for a in analyses],
         "sla": release.model.sla,
     }
     return {
@@ -141,7 +142,8 @@ def release_detail(request, release_id):
 
 @login_required
 def release_live(request, release_id):
-    """The cockpit's changing part; htmx polls it every 2 s while the release is active."""
+    """The cockpit's changing part, fetched again whenever /ws/releases/<id>/ says the
+    release changed (and every few seconds only while that socket is down)."""
     release = _release_or_404(release_id)
     return render(request, "console/releases/_live.html", _cockpit_context(request, release))
 

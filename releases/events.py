@@ -31,7 +31,9 @@ def release_payload(release) -> dict:
     }
 
 
-def analysis_payload(release, verdict, metrics: dict, now: float) -> dict:
+def analysis_payload(
+    release, verdict, metrics: dict, now: float, started: float | None = None
+) -> dict:
     """One interval's result: verdict, each check in words, both versions' numbers."""
 
     def numbers(m) -> dict:
@@ -45,6 +47,7 @@ def analysis_payload(release, verdict, metrics: dict, now: float) -> dict:
 
     return {
         "at": now,
+        "seconds": None if started is None else round(now - started, 3),
         "step_index": release.step_index,
         "weight": release.candidate_weight,
         "result": verdict.result,

@@ -64,6 +64,19 @@ class Release(models.Model):
     def is_active(self) -> bool:
         return Phase(self.phase) not in TERMINAL
 
+    @property
+    def analysis_interval_s(self) -> float:
+        """Seconds between two interval analyses (the step interval unless set apart)."""
+        return float((self.analysis or {}).get("interval_s", self.step_interval_s))
+
+    @property
+    def next_check_at(self) -> float | None:
+        """Epoch seconds of the next interval analysis while the release is progressing."""
+        start = (self.interval or {}).get("start") or {}
+        if self.phase != Phase.PROGRESSING.value or "at" not in start:
+            return None
+        return float(start["at"]) + self.analysis_interval_s
+
     def spec(self) -> Spec:
         analysis = self.analysis or {}
         return Spec(

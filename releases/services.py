@@ -200,8 +200,7 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
             z=float(release.analysis.get("fast_guard_z", 2.58)),
         )
         obs.update(fast_guard_tripped=guard.tripped, fast_guard_reason=guard.reason)
-    every = float(release.analysis.get("interval_s", spec.step_interval_s))
-    if phase == Phase.PROGRESSING and now - interval["start"]["at"] >= every:
+    if phase == Phase.PROGRESSING and now - interval["start"]["at"] >= release.analysis_interval_s:
         verdict = analyze(
             metrics["candidate"],
             metrics["baseline"],
@@ -211,7 +210,9 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
             latency_margin_ms=float(release.analysis.get("latency_margin_ms", 1.0)),
         )
         obs.update(verdict=verdict.result, verdict_reason=verdict.reason, verdict_at=now)
-        release.last_analysis = events.analysis_payload(release, verdict, metrics, now)
+        release.last_analysis = events.analysis_payload(
+            release, verdict, metrics, now, started=interval["start"]["at"]
+        )
         release.last_analysis["judge"] = _judge(metrics)
         release.interval = {
             "marker": marker,

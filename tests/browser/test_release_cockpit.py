@@ -1,5 +1,6 @@
-"""The release cockpit in Chromium: a release manager approves a manual gate with a reason
-while the tick runs in the background against real Triton nodes and a real nginx."""
+"""The release cockpit in Chromium, served by daphne (HTTP and websockets): a release
+manager approves a manual gate with a reason while the tick runs in the background against
+real Triton nodes and a real nginx; the page follows the release over /ws/releases/<id>/."""
 
 import threading
 import time
@@ -34,8 +35,8 @@ class Ticker(threading.Thread):
             connection.close()
 
 
-def test_release_manager_approves_a_gate_on_the_cockpit(live_server, page, release_world):  # noqa: F811
-    world = release_world
+def test_release_manager_approves_a_gate_on_the_cockpit(daphne_server, page, release_world):  # noqa: F811
+    world, base = release_world, f"http://{daphne_server}"
     model, _, candidate = _model_with_baseline(
         world, "rel_cockpit", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0}
     )
@@ -54,21 +55,25 @@ def test_release_manager_approves_a_gate_on_the_cockpit(live_server, page, relea
         ticker = Ticker(release.pk)
         ticker.start()
         try:
-            page.goto(f"{live_server.url}/login/")
+            page.goto(f"{base}/login/")
             page.fill("#id_username", "rita")
             page.fill("#id_password", "pw-rita")
             page.click("button[type=submit]")
-            page.goto(f"{live_server.url}/releases/{release.pk}/")
+            page.goto(f"{base}/releases/{release.pk}/")
             page.wait_for_selector(
                 "[data-testid=phase]:has-text('WAITING_APPROVAL')", timeout=60000
             )
             assert "50% to v2" in page.inner_text("[data-testid=weight]")
+            # The page got there because the websocket said so (no timer polls while live).
+            assert page.inner_text("[data-testid=ws-badge]") == "live"
+            assert int(page.get_attribute("#cockpit-live", "data-updates")) > 0
             assert "pass" in page.inner_text("[data-testid=gates]")
             page.once("dialog", lambda dialog: dialog.accept("metrics look good"))
             page.click("button[data-action=approve]")
             page.wait_for_selector("[data-testid=phase]:has-text('SUCCEEDED')", timeout=60000)
             timeline = page.inner_text("[data-testid=timeline]")
             assert "rita asked to approve: metrics look good" in timeline
+            page.wait_for_selector("[data-testid=ws-badge]:has-text('finished')", timeout=10000)
         finally:
             ticker.stop.set()
             ticker.join(10)

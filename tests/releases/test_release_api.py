@@ -99,3 +99,49 @@ def test_only_release_managers_start_releases_and_bad_input_is_named(setup):
         "/api/v1/releases/", {**BODY, "require_benchmark": False}, format="json"
     )
     assert none.status_code == 400 and "deploy one first" in none.json()["errors"][0]["message"]
+
+
+def test_cockpit_follows_the_websocket_and_shows_the_next_check_and_four_charts(setup, client):
+    import html
+    import json
+    import re
+    import time
+
+    from releases.models import ReleaseEvent
+
+    created = setup["api"].post(
+        "/api/v1/releases/", {**BODY, "require_benchmark": False}, format="json"
+    )
+    release = Release.objects.get(pk=created.json()["id"])
+    started = time.time() - 2
+    Release.objects.filter(pk=release.pk).update(
+        phase="PROGRESSING", candidate_weight=10, interval={"start": {"at": started}}
+    )
+    ReleaseEvent.objects.create(
+        release=release,
+        kind="analysis",
+        phase="PROGRESSING",
+        message="pass",
+        data={
+            "at": started,
+            "seconds": 5.0,
+            "weight": 10,
+            "result": "pass",
+            "checks": [],
+            "baseline": {"requests": 900, "p99_ms": 4, "queue_ms": 0.1},
+            "candidate": {"requests": 100, "p99_ms": 5, "queue_ms": 0.2},
+        },
+    )
+    client.force_login(setup["ada"])
+    page = client.get(f"/releases/{release.pk}/").content.decode()
+    assert f'data-ws="/ws/releases/{release.pk}/"' in page and "hx-trigger" not in page
+    assert 'data-testid="ws-badge"' in page
+    next_check = float(re.search(r'data-next-check="([0-9.]+)"', page).group(1))
+    assert next_check == pytest.approx(started + 5)  # interval start + step_interval_s
+    for chart in ("chart-success", "chart-p99", "chart-rps", "chart-queue"):
+        assert f'id="{chart}"' in page
+    chart = json.loads(html.unescape(re.search(r"data-chart='([^']+)'", page).group(1)))
+    assert chart["seconds"] == [5.0] and chart["candidate"][0]["requests"] == 100
+    Release.objects.filter(pk=release.pk).update(phase="SUCCEEDED")
+    page = client.get(f"/releases/{release.pk}/").content.decode()
+    assert "data-ws=" not in page and "data-next-check" not in page and "finished" in page
