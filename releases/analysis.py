@@ -1,7 +1,7 @@
 """Judging one analysis interval of a gray release: candidate against baseline and SLA.
 
 Pure: the numbers come in (from telemetry and the router's log), a verdict goes out with one
-human-readable line per check. No scipy: the few statistics needed are written out here.
+human-readable line per check. The statistical judge's tests come from scipy.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
+from scipy import stats
 
 Result = Literal["pass", "fail", "inconclusive"]
 
@@ -231,20 +232,14 @@ def statistical_judge(
 
 
 def mann_whitney_greater(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """P-value that x tends to exceed y (normal approximation, tie and continuity corrected)."""
-    n1, n2 = len(x), len(y)
-    if n1 == 0 or n2 == 0:
+    """P-value that x tends to exceed y (scipy's Mann-Whitney U: normal approximation with
+    tie and continuity correction, fast for the thousands of samples an interval holds)."""
+    if len(x) == 0 or len(y) == 0:
         return None
-    ranks = _average_ranks(np.concatenate([np.asarray(x, float), np.asarray(y, float)]))
-    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
-    n = n1 + n2
-    _, counts = np.unique(np.concatenate([x, y]), return_counts=True)
-    ties = float(((counts**3) - counts).sum())
-    variance = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
-    if variance <= 0:
-        return 1.0
-    zscore = (u1 - n1 * n2 / 2 - 0.5) / math.sqrt(variance)
-    return _normal_sf(zscore)
+    if np.ptp(np.concatenate([np.asarray(x, float), np.asarray(y, float)])) == 0:
+        return 1.0  # all equal: nothing suggests x is larger (scipy would return nan)
+    result = stats.mannwhitneyu(x, y, alternative="greater", method="asymptotic")
+    return float(result.pvalue)
 
 
 def two_proportion_greater(e1: int, n1: int, e2: int, n2: int) -> float | None:
@@ -255,23 +250,7 @@ def two_proportion_greater(e1: int, n1: int, e2: int, n2: int) -> float | None:
     se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
     if se == 0:
         return 1.0
-    return _normal_sf((e1 / n1 - e2 / n2) / se)
-
-
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks from 1, ties sharing their average rank."""
-    order = np.argsort(values, kind="mergesort")
-    ordered = values[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    ends = np.r_[starts[1:], len(values)]
-    average = (starts + ends + 1) / 2.0
-    ranks = np.empty(len(values))
-    ranks[order] = np.repeat(average, ends - starts)
-    return ranks
-
-
-def _normal_sf(z: float) -> float:
-    return 0.5 * math.erfc(z / math.sqrt(2))
+    return float(stats.norm.sf((e1 / n1 - e2 / n2) / se))
 
 
 def _n(x: float) -> str:
