@@ -9,10 +9,12 @@ folder is allowed around each):
     config.pbtxt + <files>             the version's files at the top
 """
 
+import gzip
 import posixpath
 import stat
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -21,6 +23,8 @@ from models_registry.storage import StagedFile, Staging
 
 CONFIG_NAME = "config.pbtxt"
 MAX_CONFIG_BYTES = 1024 * 1024
+# What a truncated or corrupt compressed member raises while it is read.
+DAMAGED = (EOFError, zlib.error, gzip.BadGzipFile, zipfile.BadZipFile, tarfile.TarError)
 
 
 class ArchiveRefused(Exception):
@@ -81,7 +85,7 @@ def _tar_members(fileobj: BinaryIO) -> Iterator[_Member]:
                     )
                 opener = (lambda i=info: tar.extractfile(i)) if info.isreg() else None
                 yield _Member(info.name, info.isdir(), info.size, opener)
-    except tarfile.TarError as exc:
+    except DAMAGED as exc:
         raise ArchiveRefused(f"the archive is not a readable tar file: {exc}") from None
 
 
@@ -133,15 +137,15 @@ def _stage_all(fileobj: BinaryIO, staging: Staging, *, max_files: int, max_bytes
             raise ArchiveRefused(f"{path!r} appears twice in the archive", file=path)
         if len(staged) >= max_files:
             raise ArchiveRefused(f"the archive holds more than {max_files} files")
-        stream = member.open()
         try:
-            item = staging.write(stream, path=path, role="file", max_bytes=max_bytes - total)
+            with member.open() as stream:
+                item = staging.write(stream, path=path, role="file", max_bytes=max_bytes - total)
         except OverflowError:
             raise ArchiveRefused(
                 f"the archive unpacks to more than {max_bytes} bytes", file=path
             ) from None
-        finally:
-            stream.close()
+        except DAMAGED as exc:
+            raise ArchiveRefused(f"the archive is damaged at {path!r}: {exc}", file=path) from None
         total += item.size
         staged[path] = item
     return staged, dirs

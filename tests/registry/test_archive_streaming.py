@@ -1,0 +1,102 @@
+"""Big uploads go through the threaded read / hash-and-write pipeline: same bytes, same refusals."""
+
+import hashlib
+import io
+import os
+
+import pytest
+from rest_framework.test import APIClient
+
+from models_registry import storage
+from models_registry.models import ModelVersion
+from models_registry.storage import CHUNK, Staging, blob_path
+from tests.registry.archives import example_entries, tar_gz, zip_bytes
+
+pytestmark = pytest.mark.django_db
+
+GOOD = example_entries("risk_score", 1)
+# Several chunks each, one not a whole number of chunks, one compressible.
+BIG = [("1/weights.bin", os.urandom(3 * CHUNK + 12345)), ("1/zeros.bin", bytes(2 * CHUNK))]
+
+
+@pytest.fixture(autouse=True)
+def artifacts(settings, tmp_path):
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    return settings.SWITCHYARD_STORAGE_ROOT
+
+
+@pytest.fixture
+def ada(make_user):
+    client = APIClient()
+    client.force_authenticate(make_user("ada", role="algorithm"))
+    assert client.post("/api/v1/teams/", {"name": "fraud"}, format="json").status_code == 201
+    body = {"name": "risk_score", "team": "fraud"}
+    assert client.post("/api/v1/models/", body, format="json").status_code == 201
+    return client
+
+
+def _upload(client, archive: bytes, filename: str = "m.tar.gz"):
+    upload = io.BytesIO(archive)
+    upload.name = filename
+    return client.post(
+        "/api/v1/models/risk_score/versions/", {"archive": upload}, format="multipart"
+    )
+
+
+def _nothing_stored(root) -> bool:
+    blobs = [p for p in (root / "blobs").rglob("*") if p.is_file()] if root.exists() else []
+    staging = list((root / "staging").iterdir()) if (root / "staging").exists() else []
+    return not blobs and not staging
+
+
+@pytest.mark.parametrize("kind", ["tar.gz", "zip"])
+def test_big_files_are_stored_byte_for_byte_under_their_sha256(ada, kind):
+    entries = [*GOOD, *BIG]
+    archive = tar_gz(entries) if kind == "tar.gz" else zip_bytes(entries)
+    response = _upload(ada, archive, filename=f"m.{kind}")
+    assert response.status_code == 201, response.content
+    manifest = {e["path"]: e for e in ModelVersion.objects.get().manifest}
+    for name, data in BIG:
+        entry = manifest[name.removeprefix("1/")]
+        assert entry["size"] == len(data)
+        assert entry["sha256"] == hashlib.sha256(data).hexdigest()
+        assert blob_path(entry["sha256"]).read_bytes() == data
+
+
+def test_a_big_file_past_the_unpacked_limit_is_refused_mid_stream(ada, artifacts, settings):
+    settings.SWITCHYARD_MAX_UPLOAD_BYTES = CHUNK + CHUNK // 2  # the zeros compress far below
+    response = _upload(ada, tar_gz([*GOOD, ("1/zeros.bin", bytes(4 * CHUNK))]))
+    assert response.status_code == 400, response.content
+    assert "unpacks to more than" in response.json()["errors"][0]["message"]
+    assert _nothing_stored(artifacts)
+
+
+def test_a_truncated_archive_is_refused_and_leaves_nothing(ada, artifacts):
+    archive = tar_gz([*GOOD, *BIG])
+    response = _upload(ada, archive[: len(archive) * 2 // 3])
+    assert response.status_code == 400, response.content
+    assert "damaged" in response.json()["errors"][0]["message"]
+    assert _nothing_stored(artifacts)
+
+
+def test_a_write_error_in_the_hashing_thread_reaches_the_caller(monkeypatch):
+    def fail(self, chunk):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(storage._Sink, "add", fail)
+    staging = Staging()
+    with pytest.raises(OSError, match="No space left"):
+        staging.write(io.BytesIO(bytes(5 * CHUNK)), path="w.bin", role="file", max_bytes=10**9)
+    staging.discard()
+
+
+def test_an_error_of_the_background_writeback_is_not_lost(monkeypatch):
+    def fail(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(storage, "WRITEBACK_EVERY", CHUNK)
+    monkeypatch.setattr(storage.os, "fdatasync", fail)
+    staging = Staging()
+    with pytest.raises(OSError, match="Input/output error"):
+        staging.write(io.BytesIO(bytes(4 * CHUNK)), path="w.bin", role="file", max_bytes=10**9)
+    staging.discard()
