@@ -97,6 +97,12 @@ def _consequence(release, action: str) -> str:
     }[action]
 
 
+def _threshold(analysis: dict, check: str) -> float | None:
+    return next(
+        (c.get("threshold") for c in analysis.get("checks", []) if c["name"] == check), None
+    )
+
+
 def _cockpit_context(request, release) -> dict:
     phase = Phase(release.phase)
     analyses = [e for e in release.events.all() if e.kind == "analysis"]
@@ -115,6 +121,15 @@ def _cockpit_context(request, release) -> dict:
         "candidate": [a.data.get("candidate", {}) for a in analyses],
         "weights": [a.data.get("weight") for a in analyses],
         "seconds": [a.data.get("seconds") for a in analyses],
+        "results": [a.data.get("result") for a in analyses],
+        # The gate against the baseline at each interval, drawn next to the SLA.
+        "limits": {
+            metric: [_threshold(a.data, check) for a in analyses]
+            for metric, check in (
+                ("p99_ms", "p99_vs_baseline"),
+                ("success_rate", "success_vs_baseline"),
+            )
+        },
         "sla": release.model.sla,
     }
     return {

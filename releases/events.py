@@ -52,7 +52,10 @@ def analysis_payload(
         "weight": release.candidate_weight,
         "result": verdict.result,
         "reason": verdict.reason,
-        "checks": [{"name": c.name, "passed": c.passed, "text": c.text} for c in verdict.checks],
+        "checks": [
+            {"name": c.name, "passed": c.passed, "text": c.text, "threshold": c.threshold}
+            for c in verdict.checks
+        ],
         "baseline": numbers(metrics["baseline"]),
         "candidate": numbers(metrics["candidate"]),
     }

@@ -18,21 +18,44 @@
     var metric = el.dataset.metric;
     var times = data.t.map(function (t) { return new Date(t * 1000); });
     var seconds = data.seconds || [];
+    var results = data.results || [];
     var series = function (role, name, color) {
       return {x: times, y: data[role].map(function (m, i) { return value(m, metric, seconds[i]); }),
               name: name, mode: "lines+markers", line: {color: color}};
     };
-    var traces = [series("baseline", "baseline", "#6c757d"), series("candidate", "candidate", "#0d6efd")];
-    var sla = el.dataset.sla ? data.sla[el.dataset.sla] : null;
-    if (sla != null && times.length) {  // the SLA as a dotted line across the chart
-      traces.push({x: [times[0], times[times.length - 1]], y: [sla, sla], name: "SLA",
-                   mode: "lines", line: {dash: "dot", color: "#dc3545"}, hoverinfo: "y"});
+    var candidate = series("candidate", "candidate", "#0d6efd");
+    // A failed gate is red at the interval where it failed.
+    candidate.marker = {size: 8, color: results.map(function (r) {
+      return r === "fail" ? "#dc3545" : r === "inconclusive" ? "#ffc107" : "#0d6efd";
+    })};
+    var traces = [series("baseline", "baseline", "#6c757d"), candidate];
+    var limits = (data.limits || {})[metric];
+    if (limits && limits.some(function (v) { return v != null; })) {
+      traces.push({x: times, y: limits, name: "gate vs baseline", mode: "lines+markers",
+                   line: {dash: "dash", color: "#fd7e14", shape: "hv"},
+                   marker: {symbol: "line-ew-open", size: 14, color: "#fd7e14"}});
     }
     var values = traces.reduce(function (all, tr) {
       return all.concat(tr.y.filter(function (v) { return v != null; }));
     }, []);
+    var lo = values.length ? Math.min.apply(null, values) : 0;
+    var hi = values.length ? Math.max.apply(null, values) : 1;
+    var sla = el.dataset.sla ? data.sla[el.dataset.sla] : null;
+    var annotations = [];
+    // The SLA as a dotted line; when it is far above the data (a p99 SLA of 500 ms over
+    // 5 ms samples) it is named instead, so the comparison stays readable.
+    var far = sla != null && hi > 0 && (sla > 3 * hi || sla < lo - 3 * (hi - lo + 1));
+    var shapes = [];
+    if (sla != null && times.length && !far) {  // across the whole width, one point or many
+      shapes.push({type: "line", xref: "paper", x0: 0, x1: 1, y0: sla, y1: sla,
+                   line: {dash: "dot", color: "#dc3545", width: 1.5}});
+      lo = Math.min(lo, sla); hi = Math.max(hi, sla);
+    } else if (far && times.length) {
+      annotations.push({xref: "paper", yref: "paper", x: 1, y: 1, xanchor: "right",
+                        yanchor: "top", showarrow: false, font: {size: 11, color: "#dc3545"},
+                        text: "SLA " + sla + " (off the chart)"});
+    }
     if (values.length) {  // each step change as a vertical line, labelled with its weight
-      var lo = Math.min.apply(null, values), hi = Math.max.apply(null, values);
       data.weights.forEach(function (w, i) {
         if (i > 0 && w !== data.weights[i - 1]) {
           traces.push({x: [times[i], times[i]], y: [lo, hi], mode: "lines", showlegend: false,
@@ -42,8 +65,13 @@
       });
     }
     // Title and legend live in the page (above the chart) so nothing overflows the box.
+    var xaxis = {type: "date"};
+    if (times.length === 1) {  // one interval: a minute around it, not milliseconds
+      xaxis.range = [new Date(times[0].getTime() - 30000), new Date(times[0].getTime() + 30000)];
+    }
     Plotly.react(el, traces, {height: el.clientHeight || 200, autosize: true, showlegend: false,
-      margin: {l: 40, r: 10, t: 10, b: 30}}, {displayModeBar: false, responsive: true});
+      xaxis: xaxis, shapes: shapes, annotations: annotations, margin: {l: 40, r: 10, t: 10, b: 30}},
+      {displayModeBar: false, responsive: true});
   }
 
   function drawAll(root) { root.querySelectorAll("[data-chart]").forEach(draw); }

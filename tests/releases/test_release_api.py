@@ -127,7 +127,14 @@ def test_cockpit_follows_the_websocket_and_shows_the_next_check_and_four_charts(
             "seconds": 5.0,
             "weight": 10,
             "result": "pass",
-            "checks": [],
+            "checks": [
+                {
+                    "name": "p99_vs_baseline",
+                    "passed": True,
+                    "text": "p99 5 ≤ 1.3×4",
+                    "threshold": 5.2,
+                }
+            ],
             "baseline": {"requests": 900, "p99_ms": 4, "queue_ms": 0.1},
             "candidate": {"requests": 100, "p99_ms": 5, "queue_ms": 0.2},
         },
@@ -142,6 +149,8 @@ def test_cockpit_follows_the_websocket_and_shows_the_next_check_and_four_charts(
         assert f'id="{chart}"' in page
     chart = json.loads(html.unescape(re.search(r"data-chart='([^']+)'", page).group(1)))
     assert chart["seconds"] == [5.0] and chart["candidate"][0]["requests"] == 100
+    assert chart["results"] == ["pass"] and chart["limits"]["p99_ms"] == [5.2]
+    assert chart["limits"]["success_rate"] == [None]
     Release.objects.filter(pk=release.pk).update(phase="SUCCEEDED")
     page = client.get(f"/releases/{release.pk}/").content.decode()
     assert "data-ws=" not in page and "data-next-check" not in page and "finished" in page
