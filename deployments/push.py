@@ -14,7 +14,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -72,7 +72,10 @@ def push_id_for(versions: Sequence[ModelVersion]) -> str:
     return hashlib.sha256(f"switchyard:{model.pk}:{model.name}".encode()).hexdigest()[:16]
 
 
-def _verified_bytes(entry: dict) -> bytes:
+def _verified_bytes(entry: dict, blobs: dict[str, bytes] | None = None) -> bytes:
+    """The stored file's bytes once they match its sha256; `blobs` caches them for a push."""
+    if blobs is not None and entry["sha256"] in blobs:
+        return blobs[entry["sha256"]]
     digest, parts = hashlib.sha256(), []
     try:
         handle = blob_open(entry["sha256"])
@@ -84,7 +87,10 @@ def _verified_bytes(entry: dict) -> bytes:
             parts.append(chunk)
     if digest.hexdigest() != entry["sha256"]:
         raise CorruptArtifact(f"stored file {entry['path']} does not match its sha256")
-    return b"".join(parts)
+    data = b"".join(parts)
+    if blobs is not None:
+        blobs[entry["sha256"]] = data
+    return data
 
 
 def _serving_config(versions: Sequence[ModelVersion], push_id: str) -> tuple[str, dict]:
@@ -96,8 +102,14 @@ def _serving_config(versions: Sequence[ModelVersion], push_id: str) -> tuple[str
     return text, json_format.MessageToDict(config, preserving_proto_field_name=True)
 
 
-def build_plan(versions: Sequence[ModelVersion], *, upload: bool) -> LoadPlan:
-    """The load for exactly these versions; every stored file is re-hashed first."""
+def build_plan(
+    versions: Sequence[ModelVersion], *, upload: bool, blobs: dict[str, bytes] | None = None
+) -> LoadPlan:
+    """The load for exactly these versions; every stored file is re-hashed first.
+
+    Plans of one push may share `blobs` (sha256 -> verified bytes): a file re-hashed for one
+    of them is not read again for the next (e.g. the retire after the staged load).
+    """
     versions = sorted(versions, key=lambda v: v.version)
     push_id = push_id_for(versions)
     config_json, config_dict = _serving_config(versions, push_id)
@@ -106,7 +118,7 @@ def build_plan(versions: Sequence[ModelVersion], *, upload: bool) -> LoadPlan:
         if manifest_digest(version.manifest) != version.digest:
             raise CorruptArtifact(f"{version} manifest does not match its digest")
         for entry in version.files():
-            data = _verified_bytes(entry)
+            data = _verified_bytes(entry, blobs)
             if files is not None:
                 files[f"{version.version}/{entry['path']}"] = data
     return LoadPlan(
@@ -155,25 +167,36 @@ def client_for(node) -> TritonClient:
     )
 
 
+def warmup_inputs(plan: LoadPlan) -> dict:
+    """The smallest valid request the config allows: batch 1, every variable dim 1."""
+    return generate_inputs(plan.config_dict, batch_size=1, variable_dim=1)
+
+
 def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutcome:
-    """Load the plan, wait until every version is READY, warm up one version; never raises."""
+    """Load the plan, wait until every version is READY, warm up one version; never raises.
+
+    All three go over the gRPC channel the load opens: one connection per node and push.
+    """
     try:
         with client_for(node) as client:
             start = time.perf_counter()
             client.load(plan.model, config_json=plan.config_json, files=plan.files)
             client.wait_ready(
-                plan.model, plan.versions, timeout_s=settings.SWITCHYARD_TRITON_LOAD_TIMEOUT_S
+                plan.model,
+                plan.versions,
+                timeout_s=settings.SWITCHYARD_TRITON_LOAD_TIMEOUT_S,
+                via_grpc=True,
             )
             load_ms = (time.perf_counter() - start) * 1000
-            warmup_ms = None
-            if warm_version is not None:
-                inputs = generate_inputs(plan.config_dict)
-                start = time.perf_counter()
-                result = client.infer(plan.model, inputs, version=warm_version)
-                warmup_ms = (time.perf_counter() - start) * 1000
-                shapes = {k: list(v.shape) for k, v in result.outputs.items()}
-                return NodeOutcome(True, load_ms, warmup_ms, extra={"output_shapes": shapes})
-            return NodeOutcome(True, load_ms, warmup_ms)
+            if warm_version is None:
+                return NodeOutcome(True, load_ms)
+            start = time.perf_counter()
+            result = client.infer(
+                plan.model, warmup_inputs(plan), version=warm_version, via_grpc=True
+            )
+            warmup_ms = (time.perf_counter() - start) * 1000
+            shapes = {k: list(v.shape) for k, v in result.outputs.items()}
+            return NodeOutcome(True, load_ms, warmup_ms, extra={"output_shapes": shapes})
     except TritonError as exc:
         return NodeOutcome(False, error=str(exc))
     except Exception as exc:  # a bug or an unexpected library error must not kill the fan-out
@@ -191,10 +214,34 @@ def unload_on_node(node, model: str) -> NodeOutcome:
         return NodeOutcome(False, error=str(exc))
 
 
-def fan_out(nodes: Sequence, work: Callable[[Any], T]) -> dict[int, T]:
-    """Run `work(node)` on every node at once; {node.pk: result}."""
+def fan_out(
+    nodes: Sequence,
+    work: Callable[[Any], T],
+    *,
+    while_waiting: Callable[[], None] | None = None,
+    on_result: Callable[[Any, T], None] | None = None,
+) -> dict[int, T]:
+    """Run `work(node)` on every node at once; {node.pk: result}.
+
+    Both callbacks run in the calling thread, so that database writes need not delay the
+    nodes: `while_waiting()` once every node's work is submitted, then `on_result(node,
+    result)` for each node as soon as its result is in (first finished, first called).
+    """
     if not nodes:
         return {}
-    with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
-        futures = {node.pk: pool.submit(work, node) for node in nodes}
-        return {pk: future.result() for pk, future in futures.items()}
+    pool = ThreadPoolExecutor(max_workers=len(nodes))
+    try:
+        futures = {pool.submit(work, node): node for node in nodes}
+        if while_waiting is not None:
+            while_waiting()
+        results = {}
+        for future in as_completed(futures):
+            node = futures[future]
+            results[node.pk] = future.result()
+            if on_result is not None:
+                on_result(node, results[node.pk])
+    except BaseException:
+        pool.shutdown(wait=True)  # never leave work running behind a failed caller
+        raise
+    pool.shutdown(wait=False)  # every result is in: the idle threads exit on their own
+    return {node.pk: results[node.pk] for node in nodes}

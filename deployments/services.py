@@ -1,6 +1,10 @@
 """Writes for clusters, nodes and deployments. Triton is called outside transactions only."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.db import IntegrityError, transaction
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from audit.services import audit_record
@@ -96,12 +100,19 @@ def serving_versions(*, cluster: TritonCluster, model: Model) -> list[ModelVersi
 
 def serving_state_set(*, cluster: TritonCluster, model: Model, versions: list[ModelVersion]):
     """Make `versions` the desired set for (cluster, model); bumps the generation."""
-    state, _ = ServingState.objects.select_for_update().get_or_create(cluster=cluster, model=model)
-    state.serving_versions.exclude(version__in=versions).delete()
-    for version in versions:
-        ServingVersion.objects.get_or_create(state=state, version=version)
-    state.generation += 1
-    state.save()
+    state, created = ServingState.objects.select_for_update().get_or_create(
+        cluster=cluster, model=model, defaults={"generation": 1}
+    )
+    kept: set[int] = set()
+    if not created:  # the row lock keeps others off this state's versions until commit
+        state.serving_versions.exclude(version__in=versions).delete()
+        kept = set(state.serving_versions.values_list("version_id", flat=True))
+        state.generation += 1
+        state.save()
+    missing = {v.pk: v for v in versions if v.pk not in kept}
+    ServingVersion.objects.bulk_create(
+        ServingVersion(state=state, version=v) for v in missing.values()
+    )
     return state
 
 
@@ -180,14 +191,40 @@ def _enqueue(deployment_id: int) -> None:
     run_deployment.delay(deployment_id)
 
 
-def deployment_node_record(deployment: Deployment, node, **fields) -> None:
-    DeploymentNode.objects.filter(deployment=deployment, node=node).update(
-        updated_at=timezone.now(), **fields
+def deployment_nodes_record(
+    deployment: Deployment, fields_by_node: Mapping[int, Mapping[str, Any]]
+) -> None:
+    """Write the outcomes of many nodes of a deployment ({node id: fields}) in one UPDATE."""
+    if not fields_by_node:
+        return
+    if len(fields_by_node) == 1:
+        ((node_id, fields),) = fields_by_node.items()
+        DeploymentNode.objects.filter(deployment=deployment, node_id=node_id).update(
+            updated_at=timezone.now(), **fields
+        )
+        return
+    names = sorted({name for fields in fields_by_node.values() for name in fields})
+    values = {
+        name: Case(
+            *(
+                When(
+                    node_id=node_id, then=Value(fields[name], DeploymentNode._meta.get_field(name))
+                )
+                for node_id, fields in fields_by_node.items()
+                if name in fields
+            ),
+            default=F(name),
+        )
+        for name in names
+    }
+    DeploymentNode.objects.filter(deployment=deployment, node_id__in=list(fields_by_node)).update(
+        updated_at=timezone.now(), **values
     )
 
 
 def deployment_finish(deployment: Deployment, *, ok: bool, error: str = "") -> Deployment:
-    with transaction.atomic():
+    """Mark the deployment finished and audit it; inside a caller's transaction, part of it."""
+    with transaction.atomic(savepoint=False):
         deployment.status = Deployment.Status.SUCCEEDED if ok else Deployment.Status.FAILED
         deployment.error = error
         deployment.finished_at = timezone.now()

@@ -2,7 +2,9 @@
 
 * Model control (load, unload) goes over gRPC with a long timeout: a load sent over HTTP
   stalls the inference keep-alive connections that share its server thread (§2.1).
-  Everything else goes over HTTP with short timeouts.
+  Everything else goes over HTTP with short timeouts, except that readiness and inference
+  can be asked `via_grpc` to reuse the channel a load just opened (a push: load, READY,
+  warm-up, one connection). The HTTP connection is only opened when first used.
 * Every call has a timeout: a python version dir without model.py makes a load hang forever
   (§1.3), so `load` also refuses such a push before sending it.
 * Readiness is judged per model, never by /v2/health/ready, which answers 400 during every
@@ -42,6 +44,7 @@ from integrations.triton.errors import (
 )
 
 POLL_INTERVAL_S = 0.1
+FIRST_POLL_INTERVAL_S = 0.005
 ACTIVE_STATES = frozenset({"LOADING", "READY", "UNLOADING"})
 
 
@@ -93,14 +96,22 @@ class TritonClient:
         self.metrics_url = metrics_url
         self.timeout_s = timeout_s
         self.load_timeout_s = load_timeout_s
-        self._http = httpclient.InferenceServerClient(
-            f"{host}:{http_port}",
-            connection_timeout=timeout_s,
-            network_timeout=timeout_s,
-            ssl=parts.scheme == "https",
-        )
+        self._http_address = f"{host}:{http_port}"
+        self._is_https = parts.scheme == "https"
+        self._http_client: httpclient.InferenceServerClient | None = None
         self._grpc = grpcclient.InferenceServerClient(self.grpc_url)
         self._closed = False
+
+    @property
+    def _http(self) -> httpclient.InferenceServerClient:
+        if self._http_client is None:
+            self._http_client = httpclient.InferenceServerClient(
+                self._http_address,
+                connection_timeout=self.timeout_s,
+                network_timeout=self.timeout_s,
+                ssl=self._is_https,
+            )
+        return self._http_client
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -108,7 +119,8 @@ class TritonClient:
         """Close both connections (idempotent); open ones delay the server's shutdown."""
         if not self._closed:
             self._closed = True
-            self._http.close()
+            if self._http_client is not None:
+                self._http_client.close()
             self._grpc.close()
 
     def __enter__(self) -> TritonClient:
@@ -136,9 +148,17 @@ class TritonClient:
         except TransientTritonError:
             return False
 
-    def model_ready(self, model: str, version: str | int | None = None) -> bool:
+    def model_ready(
+        self, model: str, version: str | int | None = None, *, via_grpc: bool = False
+    ) -> bool:
         """True when `model` (or that version) is READY; unreachable raises TransientTritonError."""
         with self._calling("model_ready", model):
+            if via_grpc:
+                return bool(
+                    self._grpc.is_model_ready(
+                        model, _version(version), client_timeout=self.timeout_s
+                    )
+                )
             return bool(self._http.is_model_ready(model, _version(version)))
 
     def server_metadata(self) -> ServerInfo:
@@ -210,15 +230,21 @@ class TritonClient:
             )
 
     def wait_ready(
-        self, model: str, versions: Iterable[str | int] | None = None, timeout_s: float = 60.0
+        self,
+        model: str,
+        versions: Iterable[str | int] | None = None,
+        timeout_s: float = 60.0,
+        *,
+        via_grpc: bool = False,
     ) -> None:
         """Return once every version in `versions` (default: the model) is READY, else raise."""
         if isinstance(versions, str | int):
             versions = [versions]
         pending = [_version(v) for v in versions or ()] or [""]
         deadline = time.monotonic() + timeout_s
+        interval = FIRST_POLL_INTERVAL_S
         while True:
-            pending = [v for v in pending if not self.model_ready(model, v)]
+            pending = [v for v in pending if not self.model_ready(model, v, via_grpc=via_grpc)]
             if not pending:
                 return
             if time.monotonic() >= deadline:
@@ -230,7 +256,9 @@ class TritonClient:
                     operation="wait_ready",
                     model=model,
                 )
-            time.sleep(POLL_INTERVAL_S)
+            # Short first sleeps: a version that is not READY yet usually is a moment later.
+            time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+            interval = min(interval * 2, POLL_INTERVAL_S)
 
     def wait_unloaded(self, model: str, timeout_s: float = 30.0) -> None:
         """Return once no version of `model` is loaded, loading or draining, else raise.
@@ -261,8 +289,12 @@ class TritonClient:
         inputs: Mapping[str, np.ndarray],
         version: str | int | None = None,
         outputs: Iterable[str] | None = None,
+        *,
+        via_grpc: bool = False,
     ) -> InferResult:
         """One inference request; returns every output (or those named) as numpy arrays."""
+        if via_grpc:
+            return self._infer_grpc(model, inputs, version, outputs)
         tensors = [_infer_input(name, array) for name, array in inputs.items()]
         requested = [httpclient.InferRequestedOutput(n, binary_data=True) for n in outputs or ()]
         started = time.perf_counter()
@@ -276,6 +308,32 @@ class TritonClient:
         return InferResult(
             outputs={name: result.as_numpy(name) for name in names},
             model_version=str(response.get("model_version", "")),
+            latency_ms=latency_ms,
+        )
+
+    def _infer_grpc(
+        self,
+        model: str,
+        inputs: Mapping[str, np.ndarray],
+        version: str | int | None,
+        outputs: Iterable[str] | None,
+    ) -> InferResult:
+        tensors = [_infer_input(name, array, grpcclient) for name, array in inputs.items()]
+        requested = [grpcclient.InferRequestedOutput(n) for n in outputs or ()]
+        started = time.perf_counter()
+        with self._calling("infer", model):
+            result = self._grpc.infer(
+                model,
+                tensors,
+                model_version=_version(version),
+                outputs=requested or None,
+                client_timeout=self.timeout_s,
+            )
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        response = result.get_response()
+        return InferResult(
+            outputs={row.name: result.as_numpy(row.name) for row in response.outputs},
+            model_version=str(response.model_version),
             latency_ms=latency_ms,
         )
 
@@ -371,13 +429,17 @@ def _describe_versions(versions: list[str]) -> str:
     return f"version(s) {', '.join(versions)} are"
 
 
-def _infer_input(name: str, array: np.ndarray) -> httpclient.InferInput:
+def _infer_input(name: str, array: np.ndarray, protocol: Any = httpclient) -> Any:
+    """`name` as an InferInput of `protocol` (tritonclient.http or tritonclient.grpc)."""
     array = np.asarray(array)
     if array.dtype.kind in "US":  # str/bytes arrays travel as BYTES
         array = array.astype(np.object_)
     datatype = np_to_triton_dtype(array.dtype)
     if datatype is None:
         raise ValueError(f"Input {name!r} has dtype {array.dtype}, which Triton cannot take.")
-    tensor = httpclient.InferInput(name, list(array.shape), datatype)
-    tensor.set_data_from_numpy(array, binary_data=True)
+    tensor = protocol.InferInput(name, list(array.shape), datatype)
+    if protocol is httpclient:
+        tensor.set_data_from_numpy(array, binary_data=True)
+    else:
+        tensor.set_data_from_numpy(array)
     return tensor
