@@ -10,6 +10,7 @@ push_id_for), load is synchronous, and a failed load leaves the previous copy se
 
 import hashlib
 import os
+import posixpath
 import shutil
 import time
 import uuid
@@ -146,6 +147,8 @@ def materialize(repository: str, versions: Sequence[ModelVersion], plan: LoadPla
             path = tmp / entry["path"]
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(_verified_bytes(entry))
+        for folder in _bytecode_folders([e["path"] for e in version.files()]):
+            (tmp / folder / "__pycache__").touch()
         (tmp / ".switchyard-digest").write_text(version.digest)
         if target.exists():
             shutil.rmtree(target)
@@ -155,6 +158,21 @@ def materialize(repository: str, versions: Sequence[ModelVersion], plan: LoadPla
     tmp_config = model_dir / f".config-{uuid.uuid4().hex[:8]}"
     tmp_config.write_text(text_format.MessageToString(config))
     os.replace(tmp_config, model_dir / "config.pbtxt")
+
+
+def _bytecode_folders(paths: Sequence[str]) -> set[str]:
+    """Folders of a version where Python would write `__pycache__/` (they hold .py files and
+    ship no `__pycache__` of their own).
+
+    materialize() puts an empty *file* named `__pycache__` there, so the python backend's
+    stub cannot write bytecode (Python skips the write when the folder cannot be made). If
+    it could, Triton would see files newer than its last load and restart that version at
+    the next change of the serving set (measured: adding a canary restarted the baseline,
+    retiring the baseline restarted the candidate; with the placeholder neither).
+    """
+    folders = {posixpath.dirname(p) for p in paths if p.endswith(".py")}
+    shipped = {posixpath.dirname(posixpath.dirname(p)) for p in paths if "__pycache__/" in p}
+    return {f for f in folders if f not in shipped}
 
 
 def client_for(node) -> TritonClient:

@@ -112,3 +112,11 @@ def test_warm_up_request_is_the_smallest_the_config_allows():
     plan = push.LoadPlan(model="m", versions=[1], config_json="{}", config_dict=config)
     shapes = {name: array.shape for name, array in push.warmup_inputs(plan).items()}
     assert shapes == {"TOKENS": (1, 1), "IMAGE": (1, 3, 1, 1)}
+
+
+def test_bytecode_placeholders_go_where_python_would_write_and_the_version_ships_none():
+    from deployments.push import _bytecode_folders
+
+    paths = ["model.py", "weights.npz", "lib/util.py", "pkg/mod.py", "pkg/__pycache__/mod.pyc"]
+    assert _bytecode_folders(paths) == {"", "lib"}
+    assert _bytecode_folders(["model.onnx"]) == set()

@@ -3,7 +3,9 @@
 A release adds its candidate next to the baseline under live traffic and later retires the
 baseline. If either push restarted the version that stays, its traffic would pay for a new
 python stub on every step. The python backend runs one stub process per loaded version
-instance, so the test watches those processes on the local node.
+instance, so the test watches those processes on the local node. In filesystem mode the
+stub would also write `__pycache__` into the version folder during its load, which Triton
+takes for a changed version at the next load (push.materialize prevents that).
 """
 
 import os
@@ -15,6 +17,7 @@ import pytest
 
 from deployments import push
 from integrations.triton.client import TritonClient
+from integrations.triton.local import start_cluster
 from models_registry.services import model_create, team_create
 from tests.registry.archives import register_risk_score_as
 
@@ -44,8 +47,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _apply(node, versions, *, warm):
-    plan = push.build_plan(versions, upload=True)
+def _apply(node, versions, *, warm, repository=None):
+    plan = push.build_plan(versions, upload=repository is None)
+    if repository is not None:
+        push.materialize(str(repository), versions, plan)
     outcome = push.apply_on_node(node, plan, warm_version=warm)
     assert outcome.ok, outcome.error
 
@@ -56,23 +61,38 @@ def _score(node, model: str, version: int) -> np.ndarray:
         return client.infer(model, {"FEATURES": features}, version=version).outputs["SCORE"]
 
 
+@pytest.fixture(params=["upload", "filesystem"])
+def target(request, triton_cluster, tmp_path_factory):
+    """(node, repository): a shared node for upload mode; a node of its own serving a
+    repository folder for filesystem mode."""
+    if request.param == "upload":
+        yield triton_cluster.nodes[0], None
+        return
+    work = tmp_path_factory.mktemp("fs-node")
+    repository = work / "repository"
+    repository.mkdir()
+    with start_cluster(1, work, extra_args=[f"--model-repository={repository}"]) as own:
+        yield own.nodes[0], repository
+
+
 def test_adding_and_retiring_a_version_leaves_the_other_one_running(
-    triton_cluster, settings, tmp_path, make_user
+    target, settings, tmp_path, make_user
 ):
+    node, repository = target
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
     ada = make_user("ada", role="algorithm")
     team_create(name="fraud", actor=ada)
     model = model_create(name="keep_running", team="fraud", actor=ada)
     v1 = register_risk_score_as(model, ada, 1)
     v2 = register_risk_score_as(model, ada, 2)
-    node = triton_cluster.nodes[0]
     try:
         before = set(_stubs())
-        _apply(node, [v1], warm=1)
+        _apply(node, [v1], warm=1, repository=repository)
         baseline = {pid: path for pid, path in _stubs().items() if pid not in before}
         assert baseline and all(path.endswith("/1/model.py") for path in baseline.values())
 
-        _apply(node, [v1, v2], warm=2)  # what a release's LOADING step pushes
+        # What a release's LOADING step pushes.
+        _apply(node, [v1, v2], warm=2, repository=repository)
         now = _stubs()
         assert all(_alive(pid) and now.get(pid) == path for pid, path in baseline.items()), (
             "adding the candidate restarted the baseline's stub"
@@ -83,13 +103,16 @@ def test_adding_and_retiring_a_version_leaves_the_other_one_running(
         assert candidate and all(path.endswith("/2/model.py") for path in candidate.values())
         assert _score(node, "keep_running", 1).shape == (1, 1)
 
-        _apply(node, [v2], warm=2)  # what promotion pushes once the baseline is drained
+        # What promotion pushes once the baseline is drained.
+        _apply(node, [v2], warm=2, repository=repository)
         assert all(_alive(pid) for pid in candidate), "retiring v1 restarted v2's stub"
         with TritonClient(node.http_url, node.grpc_url) as client:
             deadline = time.monotonic() + 15
             while client.loaded_models().get("keep_running") != {"2"}:
                 assert time.monotonic() < deadline, client.loaded_models().get("keep_running")
                 time.sleep(0.2)
+        if repository is not None:  # the stub could not write bytecode next to model.py
+            assert (repository / "keep_running" / "2" / "__pycache__").is_file()
     finally:
         with TritonClient(node.http_url, node.grpc_url) as client:
             client.unload("keep_running")
