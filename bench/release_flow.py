@@ -1,14 +1,16 @@
 """Gray releases under steady load through a real nginx in front of 2 real Triton nodes.
 
 Prints, measured in this one run:
-1. a good candidate released 10% -> 50% -> 100%: failed client requests (goal 0), retries
-   (connections closed by a reload before any response byte, retried once), and client p99
-   during the release / p99 in the 10 s before it (goal at most 1.2);
+1. a good candidate released 10% -> 50% -> 100%, three times (each run, then the total and
+   the median): failed client requests (goal 0), retries (connections closed by a reload
+   before any response byte, retried once), and client p99 during the release / p99 in the
+   20 s before it (goal at most 1.2);
 2. the faulty example version at 5%, three times (each run and the median): seconds from
    its first routed request to weight 0 (goal: at most two scrape intervals + 1 s; the tick
    observes every 0.5 s here) and failed requests / (request rate x 5% x detection time)
    (goal at most 1).
-The clients run in a process of their own, 4 keep-alive connections in a closed loop.
+The clients run in a process of their own: 4 keep-alive connections in a closed loop (about
+300 req/s on 2 cores), or each on a fixed schedule with BENCH_RATE=<req/s>.
 Usage: .venv/bin/python bench/release_flow.py [upload|filesystem]
 """
 
@@ -23,14 +25,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODE = "upload"
+CLIENTS = 4  # keep-alive connections
+GOOD_RATE = float(os.environ.get("BENCH_RATE", 0)) or None  # req/s; None: closed loop
 BEFORE_S = 20  # steady traffic measured before the release starts
+TICK_S = float(os.environ.get("BENCH_TICK_S", 0.5))  # what celery beat does every 1 s
+GOOD_RUNS = 3  # a p99 over ~6000 requests moves with a few scheduling hiccups: median of runs
 BAD_RUNS = 3  # detection time depends on which requests the split sends: median of runs
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
 
 
-def _client_process(port: int, model: str, stop, conn) -> None:
+def _client_process(port: int, model: str, stop, conn, rate: float | None) -> None:
     """The tests' keep-alive client loop in a process of its own, so the control plane's
     Python work in this process (ticks) never holds the clients' GIL: in production the
     clients, the router and the control plane are different machines."""
@@ -39,11 +45,18 @@ def _client_process(port: int, model: str, stop, conn) -> None:
     django.setup()
     from tests.releases.test_release_flow import Traffic
 
-    traffic = Traffic(port, model, clients=4)
+    traffic = Traffic(port, model, clients=CLIENTS)
     samples: list[tuple[float, float, bool]] = []
     send = traffic._send
+    period = CLIENTS / rate if rate else 0.0
+    schedule = threading.local()
 
     def timed(connection, body):
+        if period:  # each connection sends on its own fixed schedule (no catch-up bursts)
+            due = getattr(schedule, "due", 0.0)
+            if due > time.perf_counter():
+                time.sleep(due - time.perf_counter())
+            schedule.due = max(due, time.perf_counter() - period) + period
         start = time.perf_counter()
         try:
             status, data = send(connection, body)
@@ -68,13 +81,14 @@ class TimedTraffic:
     """Steady keep-alive client traffic through the router, each request's time and latency
     kept; `with` starts it and, on exit, collects what the client process measured."""
 
-    def __init__(self, port: int, model: str):
+    def __init__(self, port: int, model: str, rate: float | None = None):
         import multiprocessing
 
         ctx = multiprocessing.get_context("spawn")
         self._stop = ctx.Event()
         self._conn, child = ctx.Pipe()
-        self._process = ctx.Process(target=_client_process, args=(port, model, self._stop, child))
+        args = (port, model, self._stop, child, rate)
+        self._process = ctx.Process(target=_client_process, args=args)
         self.samples: list[tuple[float, float, bool]] = []
         self.ok = self.failed = self.retries = 0
 
@@ -108,7 +122,7 @@ def _ticks(release_id: int, stop: threading.Event) -> None:
     try:
         while not stop.is_set():
             release_tick(release_id=release_id)
-            time.sleep(0.5)
+            time.sleep(TICK_S)
     finally:
         connection.close()
 
@@ -166,7 +180,15 @@ def main() -> None:
             world = {"cluster": cluster, "ada": user, "rita": user}
             sla = {"p99_latency_ms": 500, "min_success_rate": 99.0}
             try:
-                _good(world, port, sla, release_create, Release, _model_with_baseline)
+                good = [
+                    _good(world, port, sla, release_create, Release, _model_with_baseline, i)
+                    for i in range(1, GOOD_RUNS + 1)
+                ]
+                print(
+                    f"good release, {len(good)} runs: failed {sum(g[0] for g in good)} (goal 0), "
+                    f"median p99 during / before {sorted(g[1] for g in good)[len(good) // 2]:.2f} "
+                    "(goal <= 1.2)"
+                )
                 results = [
                     _bad(world, port, sla, release_create, Release, _model_with_baseline, i)
                     for i in range(1, BAD_RUNS + 1)
@@ -201,9 +223,9 @@ def _run(release, phases, Release, timeout=120.0):
     raise SystemExit(f"release stuck in {release.phase}")
 
 
-def _good(world, port, sla, release_create, Release, setup):
-    _, _, candidate = setup(world, "bench_good", 2, sla)
-    traffic = TimedTraffic(port, "bench_good")
+def _good(world, port, sla, release_create, Release, setup, run: int) -> tuple[int, float]:
+    _, _, candidate = setup(world, f"bench_good{run}", 2, sla)
+    traffic = TimedTraffic(port, f"bench_good{run}", rate=GOOD_RATE)
     with traffic:
         time.sleep(BEFORE_S)
         started = time.time()
@@ -220,16 +242,17 @@ def _good(world, port, sla, release_create, Release, setup):
         release = _run(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"}, Release)
         ended = time.time()
     before, during = traffic.p99_ms(started - BEFORE_S, started), traffic.p99_ms(started, ended)
-    _trace("good", traffic, release)
+    _trace(f"good{run}", traffic, release)
     t = traffic
     print(
-        f"good release: {release.phase} in {ended - started:.1f} s; requests ok {t.ok}, "
-        f"failed {t.failed} (goal 0), retries {t.retries}"
+        f"good release (run {run}): {release.phase} in {ended - started:.1f} s; "
+        f"requests ok {t.ok}, failed {t.failed} (goal 0), retries {t.retries}"
     )
     print(
         f"client p99 before {before:.1f} ms, during {during:.1f} ms: ratio "
         f"{during / before:.2f} (goal <= 1.2)"
     )
+    return t.failed, during / before
 
 
 def _trace(name, traffic, release):

@@ -276,6 +276,14 @@ def release_tick(*, release_id: int) -> Release | None:
         return _save(release, decision, obs, applied)
 
 
+VISIBLE = ("phase", "step_index", "candidate_weight", "failed_checks", "inconclusive_checks")
+
+
+def _visible(values: dict) -> tuple:
+    """What the cockpit shows of a release's row (events aside)."""
+    return tuple(values.get(name) for name in (*VISIBLE, "reason"))
+
+
 def _save(release: Release, decision, obs: Observation, applied: list[ReleaseEvent]) -> Release:
     fields = release.state_fields(decision.state)
     fields.update(
@@ -321,6 +329,8 @@ def _save(release: Release, decision, obs: Observation, applied: list[ReleaseEve
         ReleaseEvent.objects.bulk_create(rows)
         if finished:
             serving_owner_set(cluster=release.cluster, model=release.model, owner="")
-        transaction.on_commit(lambda: events.publish(release.pk))
+        if rows or _visible(fields) != _visible(release.__dict__) or obs.action is not None:
+            # Watchers refetch the cockpit on each message: only for what they can see.
+            transaction.on_commit(lambda: events.publish(release.pk))
     release.refresh_from_db()
     return release
