@@ -6,11 +6,12 @@ release (`interval`); a counter that went down (node or model restart) counts fr
 """
 
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from deployments import push
-from integrations.routers.access_log import parse_lines, summarize
+from integrations.routers.access_log import AccessLogEntry, AccessLogTail, summarize_entries
 from integrations.triton.errors import TritonError
 from integrations.triton.metrics import parse_metrics
 from releases.analysis import Metrics
@@ -75,16 +76,26 @@ def counters_now(views: dict[str, NodeView], log: Path | None = None) -> dict:
     }
 
 
-def _router_lines(log: Path | None, start: dict) -> list[str]:
-    """The access log's lines written since the interval started (only those are read)."""
+# (log, offset where an interval started) -> (its tail, the entries read so far). A tick
+# reads only what nginx appended since the previous tick in this process; another process
+# (a different Celery worker) starts from the interval's offset and gets the same entries.
+_TAILS: OrderedDict[tuple[str, int], tuple[AccessLogTail, list[AccessLogEntry]]] = OrderedDict()
+_TAILS_KEPT = 16
+
+
+def _router_entries(log: Path | None, start: dict) -> list[AccessLogEntry]:
+    """The access log's entries written since the interval started (each line parsed once)."""
     if log is None or not log.exists() or not start.get("at"):
         return []
-    offset = int(start.get("log_offset", 0))
-    with open(log, "rb") as handle:
-        if handle.seek(0, 2) < offset:  # the log was rotated: read it all
-            offset = 0
-        handle.seek(offset)
-        return handle.read().decode("utf-8", errors="replace").splitlines()
+    key = (str(log), int(start.get("log_offset", 0)))
+    tail, entries = _TAILS.pop(key, None) or (AccessLogTail(log, key[1]), [])
+    if log.stat().st_size < tail.offset:  # the log was rotated: read it all
+        tail, entries = AccessLogTail(log, 0), []
+    entries = entries + tail.read_entries()
+    _TAILS[key] = (tail, entries)
+    while len(_TAILS) > _TAILS_KEPT:
+        _TAILS.popitem(last=False)
+    return entries
 
 
 def _delta(before: dict, after: dict, version: str) -> dict[str, float]:
@@ -103,13 +114,13 @@ def _delta(before: dict, after: dict, version: str) -> dict[str, float]:
 def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[str, Metrics]:
     """Baseline and candidate traffic since `start`, from Triton and from the router."""
     now = counters_now(views)
-    lines = _router_lines(access_log_path(release.cluster), start)
-    router = summarize(lines, since=start.get("at"))
+    since = start.get("at", 0)
     entries = [
         e
-        for e in parse_lines(lines)
-        if e.ts >= start.get("at", 0) and e.model == release.model.name and e.version is not None
+        for e in _router_entries(access_log_path(release.cluster), start)
+        if e.ts >= since and e.model == release.model.name and e.version is not None
     ]
+    router = summarize_entries(entries)
     out: dict = {"latencies": {}}
     for role, version in (
         ("baseline", release.baseline.version),

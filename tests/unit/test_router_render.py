@@ -259,3 +259,20 @@ def test_none_driver_refuses_a_weighted_split():
 def test_unknown_driver_kind_is_refused():
     with pytest.raises(RouterError, match="Unknown router kind"):
         get_driver("envoy")
+
+
+def test_release_ticks_read_each_log_line_once_from_the_interval_start(tmp_path):
+    from releases import observe
+
+    log = tmp_path / "access.log"
+    log.write_text(log_line(ts=1.0) + "\n")
+    start = {"at": 2.0, "log_offset": log.stat().st_size}
+    with open(log, "a") as out:
+        out.write(log_line(ts=3.0, version="1") + "\n" + log_line(ts=3.5)[:20])  # half a line
+    assert [e.version for e in observe._router_entries(log, start)] == [1]
+    with open(log, "a") as out:  # nginx finishes the line and writes another
+        out.write(log_line(ts=3.5)[20:] + "\n" + log_line(ts=4.0) + "\n")
+    assert [e.ts for e in observe._router_entries(log, start)] == [3.0, 3.5, 4.0]
+    assert [e.ts for e in observe._router_entries(log, start)] == [3.0, 3.5, 4.0]  # no repeats
+    log.write_text(log_line(ts=5.0) + "\n")  # rotated: shorter than what was read
+    assert [e.ts for e in observe._router_entries(log, start)] == [5.0]
