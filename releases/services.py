@@ -276,12 +276,19 @@ def release_tick(*, release_id: int) -> Release | None:
         return _save(release, decision, obs, applied)
 
 
-VISIBLE = ("phase", "step_index", "candidate_weight", "failed_checks", "inconclusive_checks")
+# What the cockpit shows of a release's row (events aside).
+VISIBLE = (
+    "phase",
+    "step_index",
+    "candidate_weight",
+    "failed_checks",
+    "inconclusive_checks",
+    "reason",
+)
 
 
 def _visible(values: dict) -> tuple:
-    """What the cockpit shows of a release's row (events aside)."""
-    return tuple(values.get(name) for name in (*VISIBLE, "reason"))
+    return tuple(values.get(name) for name in VISIBLE)
 
 
 def _save(release: Release, decision, obs: Observation, applied: list[ReleaseEvent]) -> Release:
