@@ -48,7 +48,7 @@ def child_environment(**extra: str) -> dict[str, str]:
 def in_thread(fn, *args, **kwargs):
     """Run fn in a fresh thread: Playwright's loop may own this one (STACK_NOTES.md)."""
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(fn, *args, **kwargs).result(timeout=30)
+        return pool.submit(fn, *args, **kwargs).result(timeout=60)
 
 
 def stop_process(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
