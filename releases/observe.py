@@ -10,10 +10,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
+
 from deployments import push
-from integrations.routers.access_log import AccessLogEntry, AccessLogTail, summarize_entries
+from integrations.routers.access_log import AccessLogTail, parse_routed, percentile
 from integrations.triton.errors import TritonError
 from integrations.triton.metrics import parse_metrics
+from integrations.triton.probe import probe_model
 from releases.analysis import Metrics
 from releases.routing import access_log_path
 
@@ -30,11 +33,8 @@ class NodeView:
     p99_ms: dict[str, float] = field(default_factory=dict)
 
 
-def _scrape(node, model: str) -> tuple[dict, dict, dict]:
-    import urllib.request
-
-    with urllib.request.urlopen(node.metrics_url, timeout=2) as response:  # noqa: S310
-        snapshot = parse_metrics(response.read().decode())
+def _counters(text: str, model: str) -> tuple[dict, dict, dict]:
+    snapshot = parse_metrics(text)
     counters, pending, p99 = {}, {}, {}
     for (name, version), series in snapshot.models.items():
         if name != model:
@@ -51,12 +51,16 @@ def _scrape(node, model: str) -> tuple[dict, dict, dict]:
 def node_view(node, model: str, candidate: int) -> NodeView:
     """One node: readiness of the candidate and the model's counters; never raises."""
     try:
-        with push.client_for(node) as client:
-            ready = client.model_ready(model, candidate)
-            loaded = str(candidate) in client.loaded_models().get(model, set())
-        counters, pending, p99 = _scrape(node, model) if node.metrics_url else ({}, {}, {})
-        return NodeView(True, ready, loaded, counters, pending, p99)
-    except (TritonError, OSError, ValueError):
+        seen = probe_model(
+            node.http_url,
+            model,
+            candidate,
+            metrics_url=node.metrics_url or None,
+            timeout_s=settings.SWITCHYARD_TRITON_TIMEOUT_S,
+        )
+        counters, pending, p99 = _counters(seen.metrics, model) if seen.metrics else ({}, {}, {})
+        return NodeView(True, seen.ready, str(candidate) in seen.loaded, counters, pending, p99)
+    except (TritonError, ValueError):
         return NodeView(False)
 
 
@@ -76,26 +80,63 @@ def counters_now(views: dict[str, NodeView], log: Path | None = None) -> dict:
     }
 
 
-# (log, offset where an interval started) -> (its tail, the entries read so far). A tick
-# reads only what nginx appended since the previous tick in this process; another process
-# (a different Celery worker) starts from the interval's offset and gets the same entries.
-_TAILS: OrderedDict[tuple[str, int], tuple[AccessLogTail, list[AccessLogEntry]]] = OrderedDict()
-_TAILS_KEPT = 16
+class RouterInterval:
+    """What the router logged for one model since an analysis interval started, per version.
+
+    Kept between ticks (see `_router_interval`): each tick parses only what nginx appended
+    since the previous one and adds it to running counts, so a tick's cost does not grow
+    with the interval's traffic.
+    """
+
+    def __init__(self, log: Path, offset: int, since: float, model: str) -> None:
+        self.log, self.since, self.model = log, since, model
+        self._tail = AccessLogTail(log, offset)
+        self.requests: dict[int, int] = {}
+        self.errors: dict[int, int] = {}
+        self.latencies_ms: dict[int, list[float]] = {}  # every request
+        self._ok_ms: dict[int, list[float]] = {}  # the requests that did not fail
+
+    def read(self) -> "RouterInterval":
+        if self.log.exists() and self.log.stat().st_size < self._tail.offset:
+            self.__init__(self.log, 0, self.since, self.model)  # rotated: read it all again
+        for line in self._tail.read_lines():
+            routed = parse_routed(line, self.model)
+            if routed is None or routed[1] < self.since:
+                continue
+            version, _, request_time_s, failed = routed
+            self.requests[version] = self.requests.get(version, 0) + 1
+            self.errors[version] = self.errors.get(version, 0) + failed
+            latency = request_time_s * 1000.0
+            self.latencies_ms.setdefault(version, []).append(latency)
+            if not failed:
+                self._ok_ms.setdefault(version, []).append(latency)
+        return self
+
+    def ok_latencies_ms(self, version: int) -> list[float]:
+        return list(self._ok_ms.get(version, []))
+
+    def p99_ms(self, version: int) -> float | None:
+        values = self.latencies_ms.get(version)
+        return percentile(values, 99.0) if values else None
 
 
-def _router_entries(log: Path | None, start: dict) -> list[AccessLogEntry]:
-    """The access log's entries written since the interval started (each line parsed once)."""
+# (log, offset and time where an interval started, model) -> what was read of it so far. A
+# tick reads only what nginx appended since the previous tick in this process; another
+# process (a different Celery worker) starts from the interval's offset and gets the same.
+_INTERVALS: OrderedDict[tuple, RouterInterval] = OrderedDict()
+_INTERVALS_KEPT = 16
+
+
+def _router_interval(log: Path | None, start: dict, model: str) -> RouterInterval | None:
+    """The router's view of the interval that started at `start`, brought up to date."""
     if log is None or not log.exists() or not start.get("at"):
-        return []
-    key = (str(log), int(start.get("log_offset", 0)))
-    tail, entries = _TAILS.pop(key, None) or (AccessLogTail(log, key[1]), [])
-    if log.stat().st_size < tail.offset:  # the log was rotated: read it all
-        tail, entries = AccessLogTail(log, 0), []
-    entries = entries + tail.read_entries()
-    _TAILS[key] = (tail, entries)
-    while len(_TAILS) > _TAILS_KEPT:
-        _TAILS.popitem(last=False)
-    return entries
+        return None
+    key = (str(log), int(start.get("log_offset", 0)), float(start["at"]), model)
+    interval = _INTERVALS.pop(key, None) or RouterInterval(log, key[1], key[2], model)
+    _INTERVALS[key] = interval.read()
+    while len(_INTERVALS) > _INTERVALS_KEPT:
+        _INTERVALS.popitem(last=False)
+    return interval
 
 
 def _delta(before: dict, after: dict, version: str) -> dict[str, float]:
@@ -114,13 +155,7 @@ def _delta(before: dict, after: dict, version: str) -> dict[str, float]:
 def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[str, Metrics]:
     """Baseline and candidate traffic since `start`, from Triton and from the router."""
     now = counters_now(views)
-    since = start.get("at", 0)
-    entries = [
-        e
-        for e in _router_entries(access_log_path(release.cluster), start)
-        if e.ts >= since and e.model == release.model.name and e.version is not None
-    ]
-    router = summarize_entries(entries)
+    router = _router_interval(access_log_path(release.cluster), start, release.model.name)
     out: dict = {"latencies": {}}
     for role, version in (
         ("baseline", release.baseline.version),
@@ -129,20 +164,18 @@ def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[s
         d = _delta(start, now, str(version))
         requests = int(d["success"] + d["failure"])
         p99s = [v.p99_ms[str(version)] for v in views.values() if str(version) in v.p99_ms]
-        seen = router.get((release.model.name, version))
-        out["latencies"][role] = [
-            e.request_time_s * 1000 for e in entries if e.version == version and not e.is_error
-        ]
+        seen = router is not None and version in router.requests
+        out["latencies"][role] = router.ok_latencies_ms(version) if router else []
         out[role] = Metrics(
             requests=requests,
             errors=int(d["failure"]),
             avg_ms=d["request_us"] / d["success"] / 1000.0 if d["success"] else None,
             # The router's per-request latencies cover exactly this interval; Triton's
             # summary quantiles span a longer window (warm-up outliers linger there).
-            p99_ms=(seen["latency_ms_p99"] if seen else max(p99s) if p99s and requests else None),
+            p99_ms=(router.p99_ms(version) if seen else max(p99s) if p99s and requests else None),
             queue_ms=d["queue_us"] / d["success"] / 1000.0 if d["success"] else None,
-            router_requests=int(seen["requests"]) if seen else None,
-            router_errors=int(seen["errors"]) if seen else None,
+            router_requests=router.requests[version] if seen else None,
+            router_errors=router.errors[version] if seen else None,
         )
     return out
 

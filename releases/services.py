@@ -6,6 +6,7 @@ then save the new state with a guarded update and append events in one transacti
 A crashed worker loses nothing: the next tick observes and re-applies.
 """
 
+import copy
 import time
 
 from django.db import transaction
@@ -270,10 +271,11 @@ def release_tick(*, release_id: int) -> Release | None:
         ).get(pk=release_id)
         if not release.is_active:
             return release
+        stored = copy.deepcopy({name: getattr(release, name) for name in _TICK_WRITES})
         obs = _observe(release)
         decision = decide(release.spec(), release.state(), obs)
         applied = effects.apply_all(release, decision) if not decision.rejected else []
-        return _save(release, decision, obs, applied)
+        return _save(release, decision, obs, applied, stored)
 
 
 # What the cockpit shows of a release's row (events aside).
@@ -291,17 +293,35 @@ def _visible(values: dict) -> tuple:
     return tuple(values.get(name) for name in VISIBLE)
 
 
-def _save(release: Release, decision, obs: Observation, applied: list[ReleaseEvent]) -> Release:
+# The columns a tick writes: the state machine's (Release.state_fields) and its own.
+_TICK_WRITES = (
+    "phase",
+    "step_index",
+    "candidate_weight",
+    "failed_checks",
+    "inconclusive_checks",
+    "step_started_at",
+    "phase_started_at",
+    "paused_from",
+    "reason",
+    "checked_until",
+    "interval",
+    "last_analysis",
+    "router_weight",
+    "applied_serving",
+    "load_error",
+)
+
+
+def _save(
+    release: Release, decision, obs: Observation, applied: list[ReleaseEvent], stored: dict
+) -> Release:
     fields = release.state_fields(decision.state)
-    fields.update(
-        revision=release.revision + 1,
-        interval=release.interval,
-        last_analysis=release.last_analysis,
-        router_weight=release.router_weight,
-        applied_serving=release.applied_serving,
-        load_error=release.load_error,
-        updated_at=timezone.now(),
-    )
+    fields.update({name: getattr(release, name) for name in _TICK_WRITES if name not in fields})
+    quiet = not (applied or decision.events or obs.action is not None or obs.verdict is not None)
+    if quiet and all(fields[name] == value for name, value in stored.items()):
+        return release  # nothing to write and nobody to tell
+    fields.update(revision=release.revision + 1, updated_at=timezone.now())
     if obs.action is not None:
         fields["pending_action"] = None
     finished = decision.state.phase in TERMINAL and release.phase not in {p.value for p in TERMINAL}
@@ -339,5 +359,6 @@ def _save(release: Release, decision, obs: Observation, applied: list[ReleaseEve
         if rows or _visible(fields) != _visible(release.__dict__) or obs.action is not None:
             # Watchers refetch the cockpit on each message: only for what they can see.
             transaction.on_commit(lambda: events.publish(release.pk))
-    release.refresh_from_db()
+    for name, value in fields.items():  # the row as just written, without reading it back
+        setattr(release, name, value)
     return release

@@ -59,12 +59,42 @@ class AccessLogEntry:
     @property
     def is_error(self) -> bool:
         """A server-side failure: nginx or the answering upstream returned 5xx."""
-        last_upstream = self.upstream_status.rsplit(",", 1)[-1].strip()
-        return self.status >= 500 or (last_upstream.isdigit() and int(last_upstream) >= 500)
+        return is_server_error(self.status, self.upstream_status)
 
     @property
     def is_client_error(self) -> bool:
         return 400 <= self.status < 500
+
+
+def is_server_error(status: int, upstream_status: str) -> bool:
+    """nginx or the upstream that answered last ("502, 200" after a retry) returned 5xx."""
+    last_upstream = upstream_status.rsplit(",", 1)[-1].strip()
+    return status >= 500 or (last_upstream.isdigit() and int(last_upstream) >= 500)
+
+
+def parse_routed(line: str, model: str) -> tuple[int, float, float, bool] | None:
+    """(version, ts, request time in s, is_error) of one routed request to `model`, else None.
+
+    The lean path for loops that read every line (release ticks): about half the cost of
+    `parse_line`, and lines of other models are skipped before they are decoded.
+    """
+    if f'"model":"{model}"' not in line:
+        return None
+    try:
+        raw = json.loads(line)
+        version = raw["version"]
+        if raw["model"] != model or not version.isdigit():
+            return None
+        status = int(raw["status"])
+        upstream = raw.get("upstream_status", "")
+        return (
+            int(version),
+            float(raw["ts"]),
+            float(raw.get("request_time") or 0.0),
+            is_server_error(status, "" if upstream == "-" else upstream),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def parse_line(line: str) -> AccessLogEntry | None:

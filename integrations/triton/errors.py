@@ -57,6 +57,7 @@ _ACTIONS = {
     "wait_unloaded": "see model {m} unloaded",
     "infer": "run inference on model {m}",
     "metrics": "read metrics",
+    "probe": "read the state of model {m}",
 }
 
 _POLL_FAILED_HINT = (

@@ -16,6 +16,7 @@ from integrations.triton.client import TritonClient
 from integrations.triton.local import free_ports
 from models_registry.services import model_create, team_create
 from releases import routing
+from releases.models import Release
 from releases.services import release_action, release_create, release_tick
 from tests.registry.archives import register_risk_score_as
 
@@ -151,10 +152,12 @@ def _model_with_baseline(world, name: str, candidate_variant: int, sla: dict):
 
 
 def _tick_until(release, phases: set[str], timeout_s: float = 90.0):
-    deadline = time.monotonic() + timeout_s
+    deadline, ticks = time.monotonic() + timeout_s, 0
     while time.monotonic() < deadline:
         release = release_tick(release_id=release.pk) or release
+        ticks += 1
         if release.phase in phases:
+            release.ticks = ticks  # how many ticks it took (each quiet one writes nothing)
             return release
         time.sleep(0.4)
     raise AssertionError(f"still {release.phase} after {timeout_s} s: {release.reason}")
@@ -209,6 +212,9 @@ def test_good_candidate_walks_every_step_and_is_promoted_with_no_failed_requests
     assert any("20% to v2" in m for m in steps) and any("100% to v2" in m for m in steps)
     assert model.aliases.get(name="production").version_id == candidate.pk
     assert _loaded(world, "rel_good") == [{"2"}, {"2"}]
+    # Ticks that changed nothing wrote nothing (4-5 ticks per 2 s step, a few writes each).
+    stored = Release.objects.get(pk=release.pk)
+    assert stored.revision == release.revision < release.ticks - 5, (stored.revision, release.ticks)
     _unload(world, model)
 
 

@@ -7,8 +7,11 @@ import pytest
 
 from integrations.routers import ModelRoute, RouterError, RouterState, get_driver
 from integrations.routers.access_log import (
+    LOG_FIELDS,
     AccessLogTail,
+    log_format,
     parse_line,
+    parse_routed,
     percentile,
     summarize,
 )
@@ -183,7 +186,8 @@ def log_line(status=200, version="2", model="risk", rt="0.012", ts=1000.0, upstr
             "version": version,
             "sticky_key": "",
             "request_id": "abc",
-        }
+        },
+        separators=(",", ":"),  # as nginx writes it (log_format has no spaces)
     )
 
 
@@ -261,6 +265,26 @@ def test_unknown_driver_kind_is_refused():
         get_driver("envoy")
 
 
+def test_parse_routed_reads_lines_in_the_format_nginx_is_given():
+    values = {
+        "$msec": "1000.250",
+        "$status": "502",
+        "$upstream_status": "502",
+        "$request_time": "0.031",
+        "$sy_model": "risk",
+        "$sy_version": "2",
+    }
+    line = log_format()
+    for variable in sorted(LOG_FIELDS.values(), key=len, reverse=True):  # $uri after $request_uri
+        line = line.replace(variable, values.get(variable, "-"))
+    assert parse_routed(line, "risk") == (2, 1000.25, 0.031, True)
+    assert parse_routed(line, "ris") is None and parse_routed(line, "other") is None
+    assert parse_routed(log_line(upstream="502, 200"), "risk") == (2, 1000.0, 0.012, False)
+    assert parse_routed(log_line(status=404, upstream="404"), "risk")[3] is False
+    assert parse_routed(log_line(version=""), "risk") is None  # not routed: no version
+    assert parse_routed('{"model":"risk", truncated', "risk") is None
+
+
 def test_release_ticks_read_each_log_line_once_from_the_interval_start(tmp_path):
     from releases import observe
 
@@ -269,10 +293,19 @@ def test_release_ticks_read_each_log_line_once_from_the_interval_start(tmp_path)
     start = {"at": 2.0, "log_offset": log.stat().st_size}
     with open(log, "a") as out:
         out.write(log_line(ts=3.0, version="1") + "\n" + log_line(ts=3.5)[:20])  # half a line
-    assert [e.version for e in observe._router_entries(log, start)] == [1]
-    with open(log, "a") as out:  # nginx finishes the line and writes another
-        out.write(log_line(ts=3.5)[20:] + "\n" + log_line(ts=4.0) + "\n")
-    assert [e.ts for e in observe._router_entries(log, start)] == [3.0, 3.5, 4.0]
-    assert [e.ts for e in observe._router_entries(log, start)] == [3.0, 3.5, 4.0]  # no repeats
+    seen = observe._router_interval(log, start, "risk")
+    assert seen.requests == {1: 1} and seen.errors == {1: 0}
+    with open(log, "a") as out:  # nginx finishes the line and writes more
+        out.write(log_line(ts=3.5, rt="0.020")[20:] + "\n")
+        out.write(log_line(ts=4.0, status=502, upstream="502", rt="0.500") + "\n")
+        out.write(log_line(ts=4.1, model="other") + "\n")  # another model's route
+        out.write(log_line(ts=1.5) + "\n")  # logged late, finished before the interval
+    seen = observe._router_interval(log, start, "risk")
+    assert seen.requests == {1: 1, 2: 2} and seen.errors == {1: 0, 2: 1}
+    assert seen.ok_latencies_ms(2) == pytest.approx([20.0])  # the failed request left out
+    assert seen.p99_ms(2) == pytest.approx(500.0)  # ... but not from the latency gate
+    again = observe._router_interval(log, start, "risk")
+    assert again is seen and again.requests == {1: 1, 2: 2}  # nothing read twice
     log.write_text(log_line(ts=5.0) + "\n")  # rotated: shorter than what was read
-    assert [e.ts for e in observe._router_entries(log, start)] == [5.0]
+    assert observe._router_interval(log, start, "risk").requests == {2: 1}
+    assert observe._router_interval(log, {"at": 2.0, "log_offset": 0}, "other").requests == {}
