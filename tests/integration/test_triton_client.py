@@ -18,6 +18,7 @@ from integrations.triton.client import IndexEntry, TritonClient
 from integrations.triton.errors import PermanentTritonError, TransientTritonError, translate
 from integrations.triton.inputs import generate_inputs
 from integrations.triton.local import free_ports
+from integrations.triton.probe import ModelProbe, probe_model
 from tests.exampledata import EXAMPLES, example_config_json, example_files
 
 pytestmark = pytest.mark.triton
@@ -210,6 +211,31 @@ def test_specific_version_readiness_follows_the_version_policy(client):
         assert "version(s) 2 are not ready" in str(err.value)
     finally:
         unload_and_wait(client, name)
+
+
+def test_probe_reads_readiness_loaded_versions_and_metrics_of_one_model(client, node):
+    name = "risk_probe_cl1"
+    assert probe_model(node.http_url, name, 1) == ModelProbe(False, frozenset(), None)
+    files = {**files_of("risk_score", 1), **files_of("risk_score", 2)}
+    client.load(name, config_json=config_of("risk_score", name=name, versions=[1, 2]), files=files)
+    try:
+        client.wait_ready(name, ["1", "2"], timeout_s=10)
+        client.infer(name, generate_inputs(client.model_config(name)), version=1)
+        seen = probe_model(node.http_url, name, 2, metrics_url=node.metrics_url)
+        assert seen.ready and seen.loaded == {"1", "2"}
+        assert f'nv_inference_request_success{{model="{name}",version="1"}} 1' in seen.metrics
+        assert not probe_model(node.http_url, name, 3).ready
+        assert probe_model(node.http_url, "risk", 1).loaded == frozenset()  # a name's prefix
+    finally:
+        unload_and_wait(client, name)
+    assert probe_model(node.http_url, name, 2).loaded == frozenset()
+
+
+def test_probe_of_a_node_that_is_down_is_transient():
+    (port,) = free_ports(1)
+    with pytest.raises(TransientTritonError, match="connection refused") as err:
+        probe_model(f"http://127.0.0.1:{port}", "risk_score", 1, timeout_s=1)
+    assert err.value.node == f"127.0.0.1:{port}" and err.value.operation == "probe"
 
 
 def test_unload_stops_serving_at_once_and_wait_unloaded_sees_the_drain(client, node):
