@@ -300,7 +300,7 @@ class NginxRouter:
         out_path = self.prefix / "logs" / "start.out"
         with open(out_path, "wb") as out:
             rc = subprocess.run(
-                self._command(self.config_path),
+                _at_data_plane_priority(self._command(self.config_path)),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -338,6 +338,15 @@ class NginxRouter:
             time.sleep(0.05)
         tail = _tail(self.error_log_path)
         raise RouterError(f"nginx did not serve config {generation} within the timeout.", tail)
+
+
+def _at_data_plane_priority(cmd: list[str]) -> list[str]:
+    """nginx carries inference traffic: started from a control-plane process that runs at a
+    lower priority (`make demo` runs the worker at nice 10), it must not inherit that. Linux
+    keeps niceness per thread, so this asks about the calling thread. Without the right to
+    raise priority, `nice` says so in start.out and runs nginx anyway."""
+    niceness = os.getpriority(os.PRIO_PROCESS, 0)
+    return ["nice", "-n", str(-niceness), *cmd] if niceness > 0 else cmd
 
 
 def _is_alive(pid: int) -> bool:

@@ -8,6 +8,7 @@ Measured numbers are printed with a `MEASURED` prefix (run with -s to see them).
 
 import http.client
 import json
+import os
 import threading
 import time
 import uuid
@@ -274,6 +275,24 @@ def test_access_log_summary_matches_what_clients_received(router, model, upstrea
     assert seen == dict(sent)
     assert all(row["errors"] == 0 and row["client_errors"] == 0 for row in summary.values())
     assert all(row["latency_ms_p99"] >= row["latency_ms_avg"] > 0 for row in summary.values())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="raising a priority back takes root")
+def test_nginx_started_from_a_niced_control_plane_thread_serves_at_normal_priority(
+    router, model, upstreams
+):
+    def niced_apply():
+        os.nice(10)  # Linux: this thread only, as a `nice -n 10` Celery worker would be
+        router.apply(route_state(upstreams, model, {1: 100.0}))
+
+    worker = threading.Thread(target=niced_apply)
+    worker.start()
+    worker.join(60)
+    master = router.master_pid()
+    for pid in [master, *children_of(master)]:
+        with open(f"/proc/{pid}/stat") as stat:
+            assert int(stat.read().rsplit(")", 1)[1].split()[16]) == 0, pid  # field 19: nice
+    assert os.getpriority(os.PRIO_PROCESS, 0) == 0  # the test's own thread was not touched
 
 
 def test_stop_leaves_no_nginx_process(router, model, upstreams):
