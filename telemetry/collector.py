@@ -166,6 +166,11 @@ def build_payloads(results: list[NodeResult], now: float) -> dict[str, list[dict
     return dict(groups)
 
 
+# Rollup rows kept while the database is away: a minute of 100 nodes x 40 model versions is
+# about 4,000 rows, so this holds about an hour of such a fleet.
+MAX_UNSTORED_ROWS = 250_000
+
+
 class Collector:
     """Ticks its sources, publishes the points, and stores finished rollup minutes."""
 
@@ -178,6 +183,7 @@ class Collector:
     ) -> None:
         self.sources, self.publish, self.store = sources, publish, store
         self.rollups = RollupBuffer()
+        self.unstored: list[RollupRow] = []  # finished minutes a failed store left behind
 
     async def tick(self, now: float) -> dict[str, list[dict]]:
         """One round: collect, publish (never raises for a bad node), roll up; the payloads."""
@@ -203,11 +209,22 @@ class Collector:
                 self.rollups.add_series(r.cluster, r.node, model, version, now, delta)
 
     async def flush(self, now: float | None = None) -> list[RollupRow]:
-        """Store every minute before `now` (all minutes when now is None); the rows."""
-        rows = self.rollups.pop_completed(now)
+        """Store every minute before `now` (all minutes when now is None); the rows.
+
+        A store is one transaction, so rows of a failed one were not written: they are kept
+        and go with the next flush (the newest MAX_UNSTORED_ROWS, should the database stay
+        away for long).
+        """
+        rows = self.unstored + self.rollups.pop_completed(now)
+        self.unstored = []
         if rows and self.store is not None:
             try:
                 await self.store(rows)
             except Exception:
-                log.exception("storing %d rollup rows failed", len(rows))
+                self.unstored = rows[-MAX_UNSTORED_ROWS:]
+                log.exception(
+                    "storing %d rollup rows failed; %d kept for the next try",
+                    len(rows),
+                    len(self.unstored),
+                )
         return rows

@@ -111,6 +111,33 @@ def test_rollups_are_written_once_a_minute_is_over(make_user):
     assert Rollup.objects.filter(minute=minute + timedelta(minutes=1)).exists()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_rollups_of_a_failed_store_are_written_by_the_next_flush(make_user):
+    from psycopg import OperationalError
+
+    TritonCluster.objects.create(name="prod", environment="production")
+    calls = []
+
+    async def store(rows):  # the real write, after the database was away once
+        calls.append(len(rows))
+        if len(calls) == 1:
+            raise OperationalError("connection to server at 127.0.0.1 failed")
+        await asyncio.to_thread(services.rollups_write, rows=rows)
+
+    plan = ["pair_before.txt", "pair_after.txt", "pair_after.txt", "pair_after.txt"]
+    collector = _collector(Replay(u1=plan), store=store)
+    run(collector.tick(T0 + 50))
+    run(collector.tick(T0 + 55))
+    run(collector.tick(T0 + 61))  # minute T0 is over: the store fails
+    assert len(calls) == 1 and not Rollup.objects.exists() and collector.unstored
+    run(collector.tick(T0 + 125))  # minute T0 + 1 is over too: both go now
+    assert len(calls) == 2 and calls[1] > calls[0] and not collector.unstored
+    minute = datetime.fromtimestamp(T0, tz=UTC)
+    v2 = Rollup.objects.get(minute=minute, model_name="risk_score", version="2")
+    assert v2.requests == 80  # written once, not twice
+    assert Rollup.objects.filter(minute=minute + timedelta(minutes=1)).exists()
+
+
 @pytest.mark.django_db
 def test_a_minute_written_twice_adds_up_and_retention_deletes_old_rows(settings):
     from telemetry.rollups import RollupRow
