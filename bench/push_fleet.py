@@ -34,6 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
+from bench.common import drop_queued_tasks, use_bench_queue  # noqa: E402
+
+use_bench_queue()
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
 
 # An unloaded python model's stub takes ~1.1-1.2 s to exit (TRITON.md §1.2): let it finish
@@ -204,6 +207,7 @@ def main(rounds: int) -> None:
             _report([_round(i, fleet, cluster, user) for i in range(rounds)])
     finally:
         connection.creation.destroy_test_db(test_db, verbosity=0)
+        drop_queued_tasks()
 
 
 if __name__ == "__main__":

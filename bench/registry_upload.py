@@ -100,6 +100,9 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
     os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
+    from bench.common import drop_queued_tasks, use_bench_queue
+
+    use_bench_queue()  # the children inherit it
     import django
 
     django.setup()
@@ -144,6 +147,7 @@ def main() -> None:
                 archive.unlink()
     finally:
         connection.creation.destroy_test_db(test_db, verbosity=0)
+        drop_queued_tasks()
     ext, reg = results[200]
     print(
         f"time ratio (register / plain extraction, 200 MB): "

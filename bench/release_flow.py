@@ -39,6 +39,9 @@ GOOD_RUNS = int(os.environ.get("BENCH_GOOD_RUNS", 5))
 BAD_RUNS = 3  # detection time depends on which requests the split sends: median of runs
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
+from bench.common import drop_queued_tasks, use_bench_queue  # noqa: E402
+
+use_bench_queue()
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
 
 
@@ -222,6 +225,7 @@ def main() -> None:
                 routing.router_for(cluster).stop()
     finally:
         connection.creation.destroy_test_db(test_db, verbosity=0)
+        drop_queued_tasks()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -1,17 +1,26 @@
 """Deployment tasks: ids in, one service call, safe to run twice."""
 
+import logging
+
 from celery import shared_task
 
 from deployments.executor import deployment_run
-from deployments.models import TritonCluster
+from deployments.models import Deployment, TritonCluster
 from deployments.reconcile import cluster_reconcile
 from deployments.smoke import model_version_smoke_validate
+from models_registry.models import ModelVersion
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="deployments.run_deployment", acks_late=True, soft_time_limit=600, time_limit=660)
 def run_deployment(deployment_id: int) -> str:
-    """Carry out one deployment; a finished one is left as it is."""
-    return deployment_run(deployment_id=deployment_id).status
+    """Carry out one deployment; a finished one is left as it is, a deleted one skipped."""
+    try:
+        return deployment_run(deployment_id=deployment_id).status
+    except Deployment.DoesNotExist:
+        log.warning("deployment %s is gone: nothing to run", deployment_id)
+        return "gone"
 
 
 @shared_task(
@@ -25,4 +34,8 @@ def reconcile_all() -> int:
 @shared_task(name="deployments.smoke_validate", soft_time_limit=300, time_limit=330)
 def smoke_validate(version_id: int) -> dict | None:
     """Smoke-test a newly registered version on a staging node (re-running repeats the test)."""
-    return model_version_smoke_validate(version_id=version_id)
+    try:
+        return model_version_smoke_validate(version_id=version_id)
+    except ModelVersion.DoesNotExist:
+        log.warning("model version %s is gone: nothing to smoke-test", version_id)
+        return None

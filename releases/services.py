@@ -7,6 +7,7 @@ A crashed worker loses nothing: the next tick observes and re-applies.
 """
 
 import copy
+import logging
 import time
 
 from django.db import transaction
@@ -28,6 +29,8 @@ from releases.routing import access_log_path
 from releases.state_machine import ACTIONS, GUARDED, TERMINAL, Observation, Phase, State, decide
 
 LOCK_NAMESPACE = 7302
+
+log = logging.getLogger(__name__)
 
 
 class ReleaseError(Exception):
@@ -262,13 +265,21 @@ def _observe(release: Release) -> Observation:
 
 
 def release_tick(*, release_id: int) -> Release | None:
-    """One observe-decide-apply pass; returns the release, or None when another tick holds it."""
+    """One observe-decide-apply pass; returns the release, or None when another tick holds it
+    (or the release no longer exists: a queued tick may outlive it)."""
     with advisory_lock(LOCK_NAMESPACE, release_id) as taken:
         if not taken:
             return None
-        release = Release.objects.select_related(
-            "cluster", "model", "baseline__model", "candidate__model"
-        ).get(pk=release_id)
+        release = (
+            Release.objects.select_related(
+                "cluster", "model", "baseline__model", "candidate__model"
+            )
+            .filter(pk=release_id)
+            .first()
+        )
+        if release is None:
+            log.warning("release %s is gone: nothing to tick", release_id)
+            return None
         if not release.is_active:
             return release
         stored = copy.deepcopy({name: getattr(release, name) for name in _TICK_WRITES})

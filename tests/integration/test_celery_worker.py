@@ -19,3 +19,23 @@ def test_task_runs_in_a_real_worker_and_writes_to_postgresql(celery_worker):
     assert event.details["probe"] == "celery"
     assert event.details["worker_host"]  # written by the worker process, not by this one
     assert "succeeded" in celery_worker.log.read_text()
+
+
+def test_tasks_queued_for_rows_deleted_since_finish_quietly(celery_worker):
+    # e.g. a tick queued by an action, then the database was reset (tests, benches, demo)
+    from deployments.tasks import run_deployment, smoke_validate
+    from releases.tasks import tick
+    from tests.conftest import wait_for
+
+    gone = 2_000_000_000
+    ticked = tick.apply_async(args=[gone], queue=celery_worker.queue)  # ignores its result
+    deploy = run_deployment.apply_async(args=[gone], queue=celery_worker.queue)
+    smoke = smoke_validate.apply_async(args=[gone], queue=celery_worker.queue)
+    assert (deploy.get(timeout=30), smoke.get(timeout=30)) == ("gone", None)
+    wait_for(
+        lambda: f"Task releases.tick[{ticked.id}] succeeded" in celery_worker.log.read_text(),
+        timeout_s=30,
+        what="the tick of a deleted release to succeed",
+    )
+    log = celery_worker.log.read_text()
+    assert log.count("is gone") == 3 and "DoesNotExist" not in log
