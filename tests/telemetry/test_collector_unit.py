@@ -11,6 +11,7 @@ from deployments.models import TritonCluster
 from telemetry import services
 from telemetry.collector import Collector, ScrapeSource, Target
 from telemetry.models import Rollup
+from telemetry.runner import store_rollups
 from telemetry.scrape import ScrapeError
 from tests.conftest import in_thread
 
@@ -93,7 +94,7 @@ def test_rollups_are_written_once_a_minute_is_over(make_user):
 
     async def store(rows):
         stored.append(rows)
-        await asyncio.to_thread(services.rollups_write, rows=rows)
+        await store_rollups(rows)  # the collector's own store: closes its connection
 
     plan = ["pair_before.txt", "pair_after.txt", "pair_after.txt", "pair_after.txt"]
     collector = _collector(Replay(u1=plan), store=store)
@@ -122,7 +123,7 @@ def test_rollups_of_a_failed_store_are_written_by_the_next_flush(make_user):
         calls.append(len(rows))
         if len(calls) == 1:
             raise OperationalError("connection to server at 127.0.0.1 failed")
-        await asyncio.to_thread(services.rollups_write, rows=rows)
+        await store_rollups(rows)  # the collector's own store: closes its connection
 
     plan = ["pair_before.txt", "pair_after.txt", "pair_after.txt", "pair_after.txt"]
     collector = _collector(Replay(u1=plan), store=store)
