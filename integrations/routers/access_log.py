@@ -130,17 +130,10 @@ def summarize(
     lines: Iterable[str], since: float | datetime | None = None
 ) -> dict[tuple[str, int], dict[str, float]]:
     """Routed requests per (model, version) since a time: counts, errors and latency in ms."""
-    return summarize_entries(parse_lines(lines), since)
-
-
-def summarize_entries(
-    entries: Iterable[AccessLogEntry], since: float | datetime | None = None
-) -> dict[tuple[str, int], dict[str, float]]:
-    """`summarize` for entries already parsed."""
     cutoff = since.timestamp() if isinstance(since, datetime) else since
     latencies: dict[tuple[str, int], list[float]] = {}
     summary: dict[tuple[str, int], dict[str, float]] = {}
-    for entry in entries:
+    for entry in parse_lines(lines):
         if not entry.model or entry.version is None:
             continue
         if cutoff is not None and entry.ts < cutoff:
@@ -188,10 +181,6 @@ class AccessLogTail:
         end = data.rfind(b"\n") + 1
         self.offset += end
         return data[:end].decode("utf-8", errors="replace").splitlines()
-
-    def read_entries(self) -> list[AccessLogEntry]:
-        """`read_lines`, parsed."""
-        return parse_lines(self.read_lines())
 
 
 def _dash_to_empty(value: str) -> str:

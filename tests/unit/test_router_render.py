@@ -11,6 +11,7 @@ from integrations.routers.access_log import (
     AccessLogTail,
     log_format,
     parse_line,
+    parse_lines,
     parse_routed,
     percentile,
     summarize,
@@ -237,10 +238,10 @@ def test_tail_reads_only_new_complete_lines(tmp_path):
     assert tail.read_lines() == []
     with open(path, "a") as f:
         f.write(log_line(ts=2.0) + "\n" + log_line(ts=3.0)[:20])
-    assert [e.ts for e in tail.read_entries()] == [2.0]
+    assert [e.ts for e in parse_lines(tail.read_lines())] == [2.0]
     with open(path, "a") as f:
         f.write(log_line(ts=3.0)[20:] + "\n")
-    assert [e.ts for e in tail.read_entries()] == [3.0]
+    assert [e.ts for e in parse_lines(tail.read_lines())] == [3.0]
 
 
 # ---------------------------------------------------------------- none driver
