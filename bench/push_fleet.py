@@ -5,12 +5,14 @@ Prints (goal from the issue):
 * push time / one node's direct load time (sequential pushing would be about 4);
 * push time / the mandated work done with bare tritonclient (the floor, see below).
 
-The push is Switchyard's deployment (plan with re-hashed files, fan-out, READY wait and one
-warm-up inference per node, per-node outcomes written); the denominator is tritonclient
-gRPC loads of the same config and files sent to the 4 nodes at once from threads. The floor
-does what the issue mandates per node with bare tritonclient (load, READY of the version,
-one warm-up inference with the same smallest input) on the same 4 nodes at once: what is
-left between the push and the floor is Switchyard's own overhead.
+The push is Switchyard's deployment (plan with re-hashed files, fan-out, loads whose config
+carries a Triton-native warm-up of every instance, READY wait and one warm-up inference per
+node, per-node outcomes written); the denominator is tritonclient gRPC loads of the
+registered config (without that native warm-up) and the same files, sent to the 4 nodes at
+once from threads. The floor does what the issue mandates per node with bare tritonclient
+(load of the registered config, READY of the version, one warm-up inference with the same
+smallest input) on the same 4 nodes at once: what is left between the push and the floor is
+Switchyard's own overhead.
 
 Each measurement loads a fresh model name (never a no-op reload). The order of the
 measurements rotates from round to round, and each round's models are unloaded and their
@@ -62,10 +64,14 @@ def _archive(name: str) -> io.BytesIO:
     return buf
 
 
-def _renamed(plan, name: str):
+def _bare(plan, name: str):
+    """The plan as anyone would load it by hand: the registered config under `name`, without
+    the native warm-up a push adds (and its `warmup/` input files)."""
     config = json.loads(plan.config_json)
     config["name"] = name
-    return replace(plan, model=name, config_json=json.dumps(config))
+    config.pop("model_warmup", None)
+    files = {k: v for k, v in plan.files.items() if not k.startswith("warmup/")}
+    return replace(plan, model=name, config_json=json.dumps(config), files=files)
 
 
 def _direct(node, plan, warm: bool) -> float:
@@ -145,11 +151,9 @@ def _round(i: int, fleet, cluster, user) -> dict[str, float]:
         if kind == "push":
             times[kind] = _push(cluster, version, user)
         elif kind == "single":
-            times[kind] = _direct(fleet.nodes[0], _renamed(plan, f"single_{i}"), False)
+            times[kind] = _direct(fleet.nodes[0], _bare(plan, f"single_{i}"), False)
         else:
-            times[kind] = _parallel(
-                fleet.nodes, _renamed(plan, f"{kind}_{i}"), warm=kind == "floor"
-            )
+            times[kind] = _parallel(fleet.nodes, _bare(plan, f"{kind}_{i}"), warm=kind == "floor")
     _unload(fleet.nodes, [name, f"parallel_{i}", f"floor_{i}"])
     _unload(fleet.nodes[:1], [f"single_{i}"])
     return times

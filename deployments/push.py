@@ -27,7 +27,7 @@ from tritonclient.grpc import model_config_pb2
 from integrations.triton.client import TritonClient
 from integrations.triton.errors import TritonError
 from integrations.triton.inputs import generate_inputs
-from integrations.triton.model_config import config_for_serving
+from integrations.triton.model_config import add_native_warmup, config_for_serving
 from models_registry.models import ModelVersion
 from models_registry.storage import CHUNK, blob_open, manifest_digest
 
@@ -46,6 +46,9 @@ class LoadPlan:
     config_dict: dict
     files: dict[str, bytes] | None = None  # upload mode: "<version>/<path>" -> bytes
     push_id: str = ""
+    # The native warm-up's input files by model-dir path ("warmup/<file>"); in upload mode
+    # they are also in `files`, in filesystem mode materialize() writes them.
+    warmup_files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -94,13 +97,30 @@ def _verified_bytes(entry: dict, blobs: dict[str, bytes] | None = None) -> bytes
     return data
 
 
-def _serving_config(versions: Sequence[ModelVersion], push_id: str) -> tuple[str, dict]:
+def _serving_config(
+    versions: Sequence[ModelVersion], push_id: str
+) -> tuple[str, dict, dict[str, bytes]]:
+    """(config JSON to load, the config as a dict, the native warm-up's files).
+
+    The config gets a Triton-native warm-up of the push's own warm-up request (where the
+    config allows one, see native_warmup_skip_reason): Triton then runs it on every instance
+    of every version it loads before that version is READY, so neither a client reaching a
+    new version at READY nor an instance the push's one inference did not hit (instance
+    count > 1, several GPUs) meets it cold. The sample depends on the config alone, so a
+    change of the served set keeps the config equal apart from `version_policy`.
+    """
     newest = max(versions, key=lambda v: v.version)
     config = model_config_pb2.ModelConfig()
     json_format.ParseDict(newest.config_json, config)
     config.name = newest.model.name
+    config_dict = json_format.MessageToDict(config, preserving_proto_field_name=True)
+    try:
+        sample = warmup_sample(config_dict)
+    except ValueError:  # the push's own warm-up reports it; nothing to warm natively
+        sample = {}
+    warmup_files = add_native_warmup(config, sample)
     text = config_for_serving(config, versions=[v.version for v in versions], push_id=push_id)
-    return text, json_format.MessageToDict(config, preserving_proto_field_name=True)
+    return text, config_dict, warmup_files
 
 
 def build_plan(
@@ -113,8 +133,8 @@ def build_plan(
     """
     versions = sorted(versions, key=lambda v: v.version)
     push_id = push_id_for(versions)
-    config_json, config_dict = _serving_config(versions, push_id)
-    files: dict[str, bytes] | None = {} if upload else None
+    config_json, config_dict, warmup_files = _serving_config(versions, push_id)
+    files: dict[str, bytes] | None = dict(warmup_files) if upload else None
     for version in versions:
         if manifest_digest(version.manifest) != version.digest:
             raise CorruptArtifact(f"{version} manifest does not match its digest")
@@ -129,6 +149,7 @@ def build_plan(
         config_dict=config_dict,
         files=files,
         push_id=push_id,
+        warmup_files=warmup_files,
     )
 
 
@@ -153,11 +174,23 @@ def materialize(repository: str, versions: Sequence[ModelVersion], plan: LoadPla
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
+    for relpath, data in plan.warmup_files.items():
+        _write_if_changed(model_dir / relpath, data)
     config = model_config_pb2.ModelConfig()
     json_format.Parse(plan.config_json, config)
     tmp_config = model_dir / f".config-{uuid.uuid4().hex[:8]}"
     tmp_config.write_text(text_format.MessageToString(config))
     os.replace(tmp_config, model_dir / "config.pbtxt")
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    """Replace `path` atomically with `data`, leaving it (and its mtime) alone when equal."""
+    if path.is_file() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex[:8]}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def _bytecode_folders(paths: Sequence[str]) -> set[str]:
@@ -185,9 +218,14 @@ def client_for(node) -> TritonClient:
     )
 
 
-def warmup_inputs(plan: LoadPlan) -> dict:
+def warmup_sample(config_dict: dict) -> dict:
     """The smallest valid request the config allows: batch 1, every variable dim 1."""
-    return generate_inputs(plan.config_dict, batch_size=1, variable_dim=1)
+    return generate_inputs(config_dict, batch_size=1, variable_dim=1)
+
+
+def warmup_inputs(plan: LoadPlan) -> dict:
+    """The push's own warm-up request (the same as the native warm-up's sample)."""
+    return warmup_sample(plan.config_dict)
 
 
 def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutcome:

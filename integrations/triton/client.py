@@ -42,6 +42,7 @@ from integrations.triton.errors import (
     action,
     translate,
 )
+from integrations.triton.model_config import WARMUP_FOLDER
 
 POLL_INTERVAL_S = 0.1
 FIRST_POLL_INTERVAL_S = 0.005
@@ -212,9 +213,10 @@ class TritonClient:
     ) -> None:
         """Load or reload `model`; returns once Triton says it loaded, raises if it did not.
 
-        `files` maps "<version>/<relpath>" to bytes and forms the whole model dir (it needs
-        `config_json`). Same files and identical config is a silent no-op on the server: put
-        something that changes (e.g. a PUSH_ID parameter) into the config to push new bytes.
+        `files` maps "<version>/<relpath>" (and a native warm-up's "warmup/<file>") to bytes
+        and forms the whole model dir (it needs `config_json`). Same files and identical
+        config is a silent no-op on the server: put something that changes (e.g. a PUSH_ID
+        parameter) into the config to push new bytes.
         """
         payload = self._override_files(model, config_json, files)
         with self._calling("load", model):
@@ -350,9 +352,12 @@ class TritonClient:
         payload = {}
         for key, content in files.items():
             path = key.removeprefix("file:")
-            version, _, relpath = path.partition("/")
-            if not version.isdigit() or not relpath:
-                raise ValueError(f"File key {key!r} is not '<version>/<relative path>'.")
+            folder, _, relpath = path.partition("/")
+            if not (folder.isdigit() or folder == WARMUP_FOLDER) or not relpath:
+                raise ValueError(
+                    f"File key {key!r} is not '<version>/<relative path>' or "
+                    f"'{WARMUP_FOLDER}/<file>'."
+                )
             payload[f"file:{path}"] = bytes(content)
         self._refuse_python_dir_without_entry(model, config_json, payload)
         return payload
@@ -367,7 +372,8 @@ class TritonClient:
         if config.get("backend") != "python":
             return
         entry = config.get("default_model_filename") or "model.py"
-        versions = {key.removeprefix("file:").split("/", 1)[0] for key in payload}
+        folders = {key.removeprefix("file:").split("/", 1)[0] for key in payload}
+        versions = {f for f in folders if f.isdigit()}
         missing = sorted(v for v in versions if f"file:{v}/{entry}" not in payload)
         if missing:
             raise self._refused(

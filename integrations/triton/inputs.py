@@ -116,3 +116,16 @@ def random_tensor(data_type: str, shape: Sequence[int], rng: np.random.Generator
 def _text(rng: np.random.Generator) -> bytes:
     count = int(rng.integers(2, 7))
     return " ".join(rng.choice(_WORDS, size=count)).encode()
+
+
+def raw_bytes(array: np.ndarray) -> bytes:
+    """A tensor as Triton's raw binary input: row-major element bytes, little-endian; BYTES
+    elements each as a 4-byte little-endian length followed by the bytes."""
+    array = np.asarray(array)
+    if array.dtype == np.object_ or array.dtype.kind in "US":
+        parts = []
+        for item in array.reshape(-1):
+            data = item.encode() if isinstance(item, str) else bytes(item)
+            parts.append(len(data).to_bytes(4, "little") + data)
+        return b"".join(parts)
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()

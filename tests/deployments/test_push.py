@@ -137,11 +137,89 @@ def test_filesystem_push_writes_the_repository_atomically_and_serves(world):
     folder = world["fleet"].shared_repository / "ticket_router"
     assert (folder / "1" / "model.py").exists() and (folder / "config.pbtxt").exists()
     assert not [p for p in folder.iterdir() if p.name.startswith(".tmp-")]
+    # The native warm-up's text input, as Triton reads raw BYTES: length-prefixed words.
+    sample = folder / "warmup" / "switchyard_0"
+    size = int.from_bytes(sample.read_bytes()[:4], "little")
+    assert size == len(sample.read_bytes()) - 4 and sample.read_bytes()[4:].isascii()
+    written_at = sample.stat().st_mtime_ns
+    again = _deploy(cluster, version, world["rita"])  # the same push again: nothing rewritten
+    assert again.status == "succeeded", again.error
+    assert sample.stat().st_mtime_ns == written_at
     for node in world["fleet"].nodes:
         assert _loaded(node, "ticket_router") == {"1"}
         with TritonClient(node.http_url, node.grpc_url) as client:
             index = {(e.name, e.version, e.state) for e in client.repository_index()}
         assert ("ticket_router", "1", "READY") in index  # from disk, so in the index
+    unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
+    assert deployment_run(deployment_id=unload.pk).status == "succeeded"
+
+
+_WARM_PROBE_CONFIG = b"""name: "warm_probe"
+backend: "python"
+max_batch_size: 0
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [
+  { name: "SERVED_BEFORE" data_type: TYPE_INT64 dims: [ 1 ] },
+  { name: "PID" data_type: TYPE_INT64 dims: [ 1 ] }
+]
+instance_group [ { kind: KIND_CPU count: 2 } ]
+"""
+
+_WARM_PROBE_MODEL = b"""import os
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.served = 0
+
+    def execute(self, requests):
+        responses = []
+        for _ in requests:
+            time.sleep(0.3)  # long enough for concurrent requests to need both instances
+            outputs = [
+                pb_utils.Tensor("SERVED_BEFORE", np.array([self.served], dtype=np.int64)),
+                pb_utils.Tensor("PID", np.array([os.getpid()], dtype=np.int64)),
+            ]
+            self.served += 1
+            responses.append(pb_utils.InferenceResponse(outputs))
+        return responses
+"""
+
+
+def test_every_instance_is_warmed_by_triton_before_the_version_is_ready(world):
+    """A model with 2 instances: the push's one warm-up inference reaches only one of them,
+    the native warm-up in the pushed config reaches both before READY."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    team_create(name="probes", actor=world["ada"])
+    model = model_create(name="warm_probe", team="probes", actor=world["ada"])
+    archive = tar_gz([("config.pbtxt", _WARM_PROBE_CONFIG), ("1/model.py", _WARM_PROBE_MODEL)])
+    version = model_version_register(model=model, archive=io.BytesIO(archive), actor=world["ada"])
+    cluster = _cluster(world, name="warm")
+    assert _deploy(cluster, version, world["rita"]).status == "succeeded"
+
+    node = world["fleet"].nodes[0]
+    with TritonClient(node.http_url, node.grpc_url) as client:
+        served = client.model_config("warm_probe")
+    warmups = served.get("model_warmup", [])
+    assert [(w["name"], w["batch_size"]) for w in warmups] == [("switchyard", 1)]
+    assert warmups[0]["inputs"]["X"]["input_data_file"] == "switchyard_0"
+
+    def ask(_):
+        with TritonClient(node.http_url, node.grpc_url) as client:
+            result = client.infer("warm_probe", {"X": np.ones((1,), np.float32)})
+        return int(result.outputs["PID"][0]), int(result.outputs["SERVED_BEFORE"][0])
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(ask, range(4)))
+    assert len({pid for pid, _ in answers}) == 2, answers  # both instances answered
+    first_per_instance = {pid: min(n for p, n in answers if p == pid) for pid, _ in answers}
+    # An instance's first client request was never its first execution.
+    assert min(first_per_instance.values()) >= 1, answers
     unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
     assert deployment_run(deployment_id=unload.pk).status == "succeeded"
 

@@ -315,6 +315,16 @@ def test_python_dir_without_model_py_is_refused_before_it_reaches_the_node():
         with pytest.raises(PermanentTritonError) as err:
             triton.load("risk_hang_cl1", config_json=config, files={"1/weights.npz": b"x"})
     assert "have no model.py" in str(err.value)
+    # A native warm-up's input file is not a version dir; any other folder is refused.
+    with TritonClient(f"127.0.0.1:{port}") as triton:
+        with pytest.raises(PermanentTritonError, match=r"dir\(s\) 1 have no model.py"):
+            triton.load(
+                "risk_hang_cl1",
+                config_json=config,
+                files={"warmup/switchyard_0": b"x", "1/weights.npz": b"x"},
+            )
+        with pytest.raises(ValueError, match="warmup/<file>"):
+            triton.load("risk_hang_cl1", config_json=config, files={"data/x.bin": b"x"})
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,14 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format
 from tritonclient.grpc import model_config_pb2
 
+from integrations.triton.inputs import generate_inputs
 from integrations.triton.model_config import (
     NEWER_FIELDS,
     ConfigIssue,
+    add_native_warmup,
     config_for_serving,
     config_to_dict,
+    native_warmup_skip_reason,
     validate_model_config,
 )
 
@@ -431,3 +434,50 @@ def test_serving_json_uses_the_field_names_triton_load_accepts():
 def test_config_for_serving_refuses_versions_that_are_not_positive(versions):
     with pytest.raises(ValueError, match="positive"):
         config_for_serving(check(BASE).config, versions=versions)
+
+
+def _with_warmup(text: str) -> tuple[model_config_pb2.ModelConfig, dict, dict]:
+    config = check(text).config
+    sample = generate_inputs(config_to_dict(config), batch_size=1, variable_dim=1)
+    return config, sample, add_native_warmup(config, sample)
+
+
+def test_native_warmup_is_the_push_request_as_raw_files_in_the_warmup_folder():
+    text = BASE.replace("dims: [ 4 ]", "dims: [ 4, -1 ]") + (
+        'input [ { name: "TEXT" data_type: TYPE_STRING dims: [ 2 ] } ]\n'
+    )
+    config, sample, files = _with_warmup(text)
+    (warmup,) = config.model_warmup
+    assert (warmup.name, warmup.batch_size) == ("switchyard", 1)
+    # Batch dim left out, the variable dim set to the sample's 1.
+    assert list(warmup.inputs["IN"].dims) == [4, 1]
+    assert warmup.inputs["IN"].data_type == model_config_pb2.TYPE_FP32
+    assert warmup.inputs["TEXT"].input_data_file == "switchyard_1"
+    assert files["warmup/switchyard_0"] == sample["IN"].astype("<f4").tobytes()
+    words = sample["TEXT"].reshape(-1)
+    assert files["warmup/switchyard_1"] == b"".join(len(w).to_bytes(4, "little") + w for w in words)
+    assert all(words)  # real words, where Triton's zero_data would send empty strings
+
+
+def test_native_warmup_of_a_model_without_batching_keeps_the_full_shape():
+    config, _, files = _with_warmup(BASE.replace("max_batch_size: 8", "max_batch_size: 0"))
+    assert list(config.model_warmup[0].inputs["IN"].dims) == [4]
+    assert len(files["warmup/switchyard_0"]) == 4 * 4
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        (
+            'model_warmup [ { name: "own" batch_size: 1 inputs { key: "IN" value: '
+            "{ data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]",
+            "its own model_warmup",
+        ),
+        ("sequence_batching { }", "control inputs"),
+        ("model_transaction_policy { decoupled: true }", "decoupled"),
+    ],
+)
+def test_native_warmup_is_left_out_where_generated_inputs_cannot_do(extra, why):
+    config, sample, files = _with_warmup(BASE + extra + "\n")
+    assert why in native_warmup_skip_reason(config, sample)
+    assert files == {} and len(config.model_warmup) == (1 if "own" in extra else 0)

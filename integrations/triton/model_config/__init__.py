@@ -17,14 +17,18 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from .checks import NEWER_FIELDS, run_checks
 from .report import CONFIG_FILE, Checker, ConfigIssue, ConfigReport
+from .warmup import WARMUP_FOLDER, add_native_warmup, native_warmup_skip_reason
 
 __all__ = [
     "CONFIG_FILE",
+    "WARMUP_FOLDER",
+    "add_native_warmup",
     "NEWER_FIELDS",
     "ConfigIssue",
     "ConfigReport",
     "config_for_serving",
     "config_to_dict",
+    "native_warmup_skip_reason",
     "validate_model_config",
 ]
 
