@@ -89,6 +89,13 @@ def _archive(model: str, variant: int):
 
 def demo_cluster_register(*, base_port: int, nodes: int, actor):
     """The local demo cluster and its nodes (URLs refreshed when the ports changed)."""
+    from django.db import transaction
+
+    with transaction.atomic():  # run_router starts once the cluster exists: nodes included
+        return _demo_cluster_register(base_port=base_port, nodes=nodes, actor=actor)
+
+
+def _demo_cluster_register(*, base_port: int, nodes: int, actor):
     from deployments.models import TritonCluster, TritonNode
     from deployments.services import cluster_create, node_create
 

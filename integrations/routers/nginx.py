@@ -38,6 +38,7 @@ STATE_MARK = "# switchyard-state: "
 _GENERATION = "@@GENERATION@@"
 _TEMP_PATHS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
 _UNSAFE_PATH_CHARS = set("\"'$;{}\\\n\r\t")
+_NO_NODES = '"this cluster has no Triton node registered\\n"'
 
 
 def render_config(
@@ -59,9 +60,9 @@ def render_config(
             "events {\n    worker_connections 1024;\n}",
             "http {",
             _indent(_http_settings(prefix)),
-            _indent(_upstream(state.upstreams)),
+            *([_indent(_upstream(state.upstreams))] if state.upstreams else []),
             *(_indent(_split(route, i)) for i, route in enumerate(state.routes)),
-            _indent(_server(state.routes, f"{host}:{port}")),
+            _indent(_server(state.routes, f"{host}:{port}", bool(state.upstreams))),
             "}",
             "",
         ]
@@ -137,7 +138,9 @@ def _split(route: ModelRoute, index: int) -> str:
     return "\n".join(blocks)
 
 
-def _server(routes: list[ModelRoute], listen: str) -> str:
+def _server(routes: list[ModelRoute], listen: str, has_nodes: bool) -> str:
+    """The one server block; with no node to send to (nginx refuses an empty upstream), every
+    request but the status one answers 503 and says why."""
     lines = [
         f"listen {listen};",
         # Defaults for the log; routed locations override them.
@@ -153,9 +156,16 @@ def _server(routes: list[ModelRoute], listen: str) -> str:
         f'    return 200 "{_GENERATION}\\n";',
         "}",
     ]
+    if not has_nodes:
+        no_nodes = ["location / {", "    default_type text/plain;", f"    return 503 {_NO_NODES};"]
+        return _server_block([*lines, *no_nodes, "}"])
     for index, route in enumerate(routes):
         lines += _route_location(route, index)
     lines += ["location / {", "    proxy_pass http://triton;", "}"]
+    return _server_block(lines)
+
+
+def _server_block(lines: list[str]) -> str:
     return "server {\n" + _indent("\n".join(lines)) + "\n}"
 
 

@@ -248,9 +248,9 @@ def test_config_nginx_refuses_is_not_installed_and_the_old_one_keeps_serving(
     router.apply(good)
     before = router.config_path.read_text()
     with pytest.raises(RouterError) as refused:
-        router.apply(route_state([], model, {2: 100.0}))
+        router.apply(route_state(["http://127.0.0.1:0"], model, {2: 100.0}))
     assert "refused the router config" in refused.value.message
-    assert "no servers are inside upstream" in refused.value.detail
+    assert "invalid port" in refused.value.detail
     assert router.config_path.read_text() == before
     assert not list(router.prefix.glob("*.tmp"))
     assert router.current() == good
@@ -293,6 +293,25 @@ def test_nginx_started_from_a_niced_control_plane_thread_serves_at_normal_priori
         with open(f"/proc/{pid}/stat") as stat:
             assert int(stat.read().rsplit(")", 1)[1].split()[16]) == 0, pid  # field 19: nice
     assert os.getpriority(os.PRIO_PROCESS, 0) == 0  # the test's own thread was not touched
+
+
+def test_a_cluster_without_nodes_gets_503_until_nodes_come(router, model, upstreams):
+    """nginx refuses an empty upstream block: with no node the router says why instead."""
+    router.apply(RouterState([], [ModelRoute(model, {1: 100.0})]))
+    conn = http.client.HTTPConnection("127.0.0.1", router.port, timeout=10)
+    try:
+        conn.request("POST", f"/v2/models/{model}/infer", BODY)
+        response = conn.getresponse()
+        assert response.status == 503
+        assert b"no Triton node registered" in response.read()
+    finally:
+        conn.close()
+    router.apply(route_state(upstreams, model, {1: 100.0}))
+    client = InferClient(router.port)
+    try:
+        assert client.version(model) == "1"
+    finally:
+        client.close()
 
 
 def test_stop_leaves_no_nginx_process(router, model, upstreams):

@@ -310,3 +310,11 @@ def test_release_ticks_read_each_log_line_once_from_the_interval_start(tmp_path)
     log.write_text(log_line(ts=5.0) + "\n")  # rotated: shorter than what was read
     assert observe._router_interval(log, start, "risk").requests == {2: 1}
     assert observe._router_interval(log, {"at": 2.0, "log_offset": 0}, "other").requests == {}
+
+
+def test_a_state_without_nodes_renders_a_503_instead_of_an_empty_upstream():
+    state = RouterState([], [ModelRoute("risk", {1: 100.0})])
+    config = render_config(state, listen="127.0.0.1:8080", prefix_dir=PREFIX)
+    assert "upstream triton" not in config and "proxy_pass" not in config
+    assert 'return 503 "this cluster has no Triton node registered\\n";' in config
+    assert config_generation(config)  # the status location still answers

@@ -21,18 +21,22 @@ class Command(BaseCommand):
             "--wait",
             type=float,
             default=0.0,
-            help="wait up to N s for the cluster to be registered",
+            help="wait up to N s for the cluster and its nodes to be registered",
         )
 
     def handle(self, *args, **opts):
         deadline = time.monotonic() + opts["wait"]
         while True:
             cluster = TritonCluster.objects.filter(name=opts["cluster"]).first()
-            if cluster is not None and cluster.router.get("driver") == "nginx":
+            ready = cluster is not None and cluster.router.get("driver") == "nginx"
+            # Nodes may be registered just after their cluster: wait for them as well.
+            if ready and (cluster.nodes.exists() or time.monotonic() >= deadline):
                 break
             if time.monotonic() >= deadline:
                 raise CommandError(f"No cluster named '{opts['cluster']}' with an nginx router.")
             time.sleep(1)
+        if not cluster.nodes.exists():
+            self.stderr.write(f"{cluster.name} has no nodes: the router answers 503 until then.")
         router = router_for(cluster)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
