@@ -1,5 +1,6 @@
 """PostgreSQL advisory locks: one holder at a time for work that must not run twice at once
-(a reconcile pass per cluster, a release tick), held outside any transaction."""
+(a reconcile pass per cluster, a release tick, a change of a cluster's router), held outside
+any transaction."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -8,11 +9,16 @@ from django.db import connection
 
 
 @contextmanager
-def advisory_lock(namespace: int, key: int) -> Iterator[bool]:
-    """Yield True when the lock was taken (released on exit), False when someone holds it."""
+def advisory_lock(namespace: int, key: int, *, wait: bool = False) -> Iterator[bool]:
+    """Yield True when the lock was taken (released on exit), False when someone holds it;
+    with `wait`, wait for the holder instead (for short work such as a router reload)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [namespace, key])
-        taken = bool(cursor.fetchone()[0])
+        if wait:
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [namespace, key])
+            taken = True
+        else:
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [namespace, key])
+            taken = bool(cursor.fetchone()[0])
     try:
         yield taken
     finally:

@@ -12,7 +12,7 @@ from deployments.services import serving_state_set
 from integrations.routers import RouterError
 from models_registry.services import alias_set
 from releases.models import Release, ReleaseEvent
-from releases.routing import route_for, router_for, router_state
+from releases.routing import route_for, router_changing, router_for, router_state
 from releases.state_machine import TERMINAL, LoadServingSet, MoveAlias, SetWeights
 
 SERVING = {
@@ -49,7 +49,8 @@ def current_routes(cluster) -> list:
 def set_weights(release: Release, weight: float | None) -> None:
     """Apply the router split (None: drop this release's route); records the applied weight."""
     router = router_for(release.cluster)
-    router.apply(router_state(release.cluster, _routes(release, weight)))
+    with router_changing(release.cluster):
+        router.apply(router_state(release.cluster, _routes(release, weight)))
     release.router_weight = weight
 
 

@@ -1,14 +1,29 @@
 """The cluster's router as releases see it: one driver per cluster, state built from the
 active releases (each pins its model's unversioned traffic to explicit versions)."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
 
-from deployments.models import TritonCluster
+from deployments.locks import advisory_lock
+from deployments.models import TritonCluster, TritonNode
 from integrations.routers import ModelRoute, RouterDriver, RouterState, get_driver
 
 _DRIVERS: dict[str, RouterDriver] = {}
+ROUTER_LOCK_NAMESPACE = 7303  # advisory lock key space of router changes, one per cluster
+
+
+@contextmanager
+def router_changing(cluster: TritonCluster) -> Iterator[None]:
+    """Hold the cluster's router lock: read what it serves, build the next state, apply it.
+
+    Release ticks (one lock per release) and the node sync would otherwise overwrite each
+    other's change with a state read just before it.
+    """
+    with advisory_lock(ROUTER_LOCK_NAMESPACE, cluster.pk, wait=True):
+        yield
 
 
 def router_prefix(cluster: TritonCluster) -> Path:
@@ -47,4 +62,36 @@ def route_for(release, weight: float) -> ModelRoute:
 
 
 def router_state(cluster: TritonCluster, routes: list[ModelRoute]) -> RouterState:
-    return RouterState(upstreams=[n.http_url for n in cluster.nodes.all()], routes=routes)
+    return RouterState(upstreams=_node_urls(cluster), routes=routes)
+
+
+def _node_urls(cluster: TritonCluster) -> list[str]:
+    return [n.http_url for n in cluster.nodes.all()]
+
+
+def router_sync(cluster: TritonCluster) -> bool:
+    """Point a running router at the cluster's nodes as they are now; True when it changed.
+
+    A node the router does not send to yet joins once reconcile has seen it up (a pass loads
+    its models first, so it does not get traffic while empty); a node no longer in the
+    cluster (or whose URL changed) gets none. The routes nginx serves stay as they are. A
+    router that is not running is left alone: whoever starts it (run_router, a release)
+    applies the whole state.
+    """
+    if cluster.router.get("driver") != "nginx":
+        return False
+    router = router_for(cluster)
+    with router_changing(cluster):
+        live = router.current()
+        if live is None:
+            return False
+        serving = set(live.upstreams)
+        nodes = [
+            n.http_url
+            for n in cluster.nodes.all()
+            if n.http_url in serving or n.health == TritonNode.Health.UP
+        ]
+        if live.upstreams == nodes:
+            return False
+        router.apply(RouterState(upstreams=nodes, routes=live.routes))
+    return True

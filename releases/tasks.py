@@ -1,10 +1,17 @@
 """Release ticks: ids in, one service call, safe to run twice (the tick is level-triggered)."""
 
+import logging
+
 from celery import shared_task
 
+from deployments.models import TritonCluster
+from integrations.routers import RouterError
 from releases.models import Release
+from releases.routing import router_sync
 from releases.services import release_tick
 from releases.state_machine import TERMINAL
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="releases.tick", soft_time_limit=120, time_limit=150, ignore_result=True)
@@ -22,3 +29,16 @@ def tick_active() -> int:
     for release_id in ids:
         release_tick(release_id=release_id)
     return len(ids)
+
+
+@shared_task(name="releases.routers_sync", soft_time_limit=60, time_limit=90, ignore_result=True)
+def routers_sync() -> int:
+    """Every running nginx router sends to its cluster's nodes as they are now; returns how
+    many routers changed. One router that fails does not stop the others."""
+    changed = 0
+    for cluster in TritonCluster.objects.filter(router__driver="nginx"):
+        try:
+            changed += router_sync(cluster)
+        except RouterError as exc:
+            log.warning("router of %s not synced with its nodes: %s", cluster.name, exc)
+    return changed

@@ -142,6 +142,9 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Every second: active releases watch live traffic; a failing candidate must be caught
     # within a couple of scrapes. A tick of an idle system is one cheap query.
     "releases-tick": {"task": "releases.tick_active", "schedule": 1.0},
+    # Every 10 s, like reconcile: a node added to (or changed in) a cluster gets traffic from
+    # the running router soon after reconcile has loaded its models; a no-op reads one file.
+    "releases-routers-sync": {"task": "releases.routers_sync", "schedule": 10.0},
 }
 
 # How long /healthz waits for a Celery worker to answer a ping.

@@ -240,10 +240,13 @@ class NginxRouter:
             return ApplyResult(changed=False, generation=generation)
         self._install(config)
         if running:
+            old_workers = _children(self.master_pid() or 0)
             self._nginx("-s", "reload", what="nginx refused to reload")
         else:
+            old_workers = []
             self._start()
         self._wait_for_generation(generation)
+        self._wait_stopped_accepting(old_workers)
         return ApplyResult(changed=True, generation=generation, started=not running)
 
     def current(self) -> RouterState | None:
@@ -339,6 +342,21 @@ class NginxRouter:
             return self.config_path.read_text()
         except FileNotFoundError:
             return None
+
+    def _wait_stopped_accepting(self, workers: list[int]) -> None:
+        """Until the workers of the previous config take no new connection.
+
+        After a reload the old workers accept connections until they handle their QUIT:
+        then they close the listening sockets and retitle themselves "worker process is
+        shutting down" (they finish their open requests). Before that, a new request may
+        still be routed by the old config, and current() sees the old generation.
+        """
+        deadline = time.monotonic() + self.ready_timeout_s
+        while time.monotonic() < deadline:
+            titles = [_cmdline(pid) for pid in workers if _is_alive(pid)]
+            if all(not title or "shutting down" in title for title in titles):
+                return
+            time.sleep(0.01)
 
     def _wait_for_generation(self, generation: str | None) -> None:
         deadline = time.monotonic() + self.ready_timeout_s

@@ -295,6 +295,16 @@ def test_nginx_started_from_a_niced_control_plane_thread_serves_at_normal_priori
     assert os.getpriority(os.PRIO_PROCESS, 0) == 0  # the test's own thread was not touched
 
 
+def test_once_apply_returns_no_new_connection_meets_the_previous_config(router, model, upstreams):
+    """After a reload the old worker accepts connections until it handles its QUIT: apply
+    waits for that, so a weight change (a rollback to 0%) is whole when it returns."""
+    states = [route_state(upstreams, model, {1: 100.0}), route_state(upstreams, model, {2: 100.0})]
+    router.apply(states[0])
+    for i in range(1, 21):
+        router.apply(states[i % 2])
+        assert [router.current() for _ in range(3)] == [states[i % 2]] * 3, f"apply {i}"
+
+
 def test_a_cluster_without_nodes_gets_503_until_nodes_come(router, model, upstreams):
     """nginx refuses an empty upstream block: with no node the router says why instead."""
     router.apply(RouterState([], [ModelRoute(model, {1: 100.0})]))
