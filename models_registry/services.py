@@ -1,5 +1,7 @@
 """Writes to the registry. Each is one transaction and records an audit event."""
 
+import shutil
+import time
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -12,7 +14,7 @@ from integrations.triton.model_config import config_to_dict, validate_model_conf
 from models_registry.archive import ArchiveRefused, extract_upload
 from models_registry.models import Alias, AliasMove, Model, ModelVersion, Team
 from models_registry.signals import version_registered
-from models_registry.storage import blob_remove, manifest_digest
+from models_registry.storage import blob_remove, manifest_digest, staging_folders, stored_blobs
 
 
 class RegistryError(Exception):
@@ -287,3 +289,66 @@ def model_version_delete(*, version: ModelVersion, actor) -> None:
         raise RegistryError(
             f"{label} cannot be deleted: {'; '.join(users)}.", field="version"
         ) from None
+
+
+@dataclass(frozen=True)
+class StorageSweep:
+    """What a sweep removed (or, dry, would remove) and what it kept."""
+
+    blobs_removed: int
+    bytes_freed: int
+    blobs_kept: int
+    staging_removed: int
+    dry_run: bool
+
+
+def storage_sweep(*, grace_s: float | None = None, dry_run: bool = False) -> StorageSweep:
+    """Remove stored files no version references any more, and abandoned upload folders.
+
+    Blobs are shared by content, so one goes only when no remaining version's manifest names
+    it. Anything touched within `grace_s` stays: an upload in progress stages its files and
+    publishes its blobs (touching those it shares) before its version row commits.
+    Audited when something was removed.
+    """
+    grace_s = settings.SWITCHYARD_STORAGE_SWEEP_GRACE_S if grace_s is None else grace_s
+    cutoff = time.time() - grace_s
+    referenced = {
+        entry["sha256"]
+        for manifest in ModelVersion.objects.values_list("manifest", flat=True).iterator()
+        for entry in manifest
+    }
+    removed = freed = kept = 0
+    for sha256, path in stored_blobs():
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        if sha256 in referenced or stat.st_mtime >= cutoff:
+            kept += 1
+            continue
+        if not dry_run:
+            path.unlink(missing_ok=True)
+        removed, freed = removed + 1, freed + stat.st_size
+    stale = [p for p in staging_folders() if _newest_mtime(p) < cutoff]
+    if not dry_run:
+        for folder in stale:
+            shutil.rmtree(folder, ignore_errors=True)
+    sweep = StorageSweep(removed, freed, kept, len(stale), dry_run)
+    if not dry_run and (removed or stale):
+        audit_record(
+            actor=None,
+            action="storage.swept",
+            details={
+                "blobs_removed": removed,
+                "bytes_freed": freed,
+                "staging_removed": len(stale),
+            },
+        )
+    return sweep
+
+
+def _newest_mtime(folder) -> float:
+    """The newest mtime in an upload's staging folder (an upload writes as it goes)."""
+    times = [folder.stat().st_mtime]
+    times += [p.stat().st_mtime for p in folder.rglob("*") if p.exists()]
+    return max(times)

@@ -4,6 +4,7 @@ Layout under the storage root: `blobs/sha256/<ab>/<full hex>` for content, `stag
 uploads being checked. A blob is written once (temp file, fsync, rename) and never changed.
 """
 
+import contextlib
 import hashlib
 import os
 import queue
@@ -78,7 +79,12 @@ class Staging:
         for staged in files:
             target = blob_path(staged.sha256)
             if target.exists():
-                continue
+                # Already stored: mark it as just used, so that a sweep running before this
+                # version's row commits takes it for new rather than unreferenced.
+                with contextlib.suppress(OSError):
+                    os.utime(target)
+                if target.exists():
+                    continue
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(staged.staged_at, "rb") as handle:
                 os.fsync(handle.fileno())
@@ -194,6 +200,23 @@ class _Worker:
     def stop(self) -> None:
         self._full.put(None)
         self._thread.join()
+
+
+def stored_blobs() -> Iterator[tuple[str, Path]]:
+    """(sha256, path) of every blob in the store."""
+    root = storage_root() / "blobs" / "sha256"
+    if not root.is_dir():
+        return
+    for folder in sorted(root.iterdir()):
+        if folder.is_dir():
+            for path in sorted(folder.iterdir()):
+                yield path.name, path
+
+
+def staging_folders() -> list[Path]:
+    """Every upload's staging folder (finished uploads discard theirs)."""
+    root = storage_root() / "staging"
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
 def blob_remove(paths: list[Path]) -> None:

@@ -165,6 +165,13 @@ LOGGING = {
 SWITCHYARD_STORAGE_ROOT = env.path("SWITCHYARD_STORAGE_ROOT", default=str(var_dir() / "artifacts"))
 SWITCHYARD_MAX_UPLOAD_BYTES = env.int("SWITCHYARD_MAX_UPLOAD_BYTES", default=4 * 1024**3)
 SWITCHYARD_MAX_ARCHIVE_FILES = env.int("SWITCHYARD_MAX_ARCHIVE_FILES", default=1000)
+# Stored files no version references (deleted versions) and abandoned uploads are removed by
+# a daily sweep once untouched for this long (an upload publishes its blobs before its row).
+SWITCHYARD_STORAGE_SWEEP_GRACE_S = env.float("SWITCHYARD_STORAGE_SWEEP_GRACE_S", default=6 * 3600)
+CELERY_BEAT_SCHEDULE["models-registry-storage-sweep"] = {
+    "task": "models_registry.storage_sweep",
+    "schedule": 24 * 3600.0,
+}
 SWITCHYARD_TRITON_TARGET_VERSION = env.str("SWITCHYARD_TRITON_TARGET_VERSION", default="2.51.0")
 # Uploads above this size stream to a temporary file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
