@@ -22,15 +22,27 @@ SERVING = {
 }
 
 
-def _routes(release: Release, weight: float | None) -> list:
-    """Routes of every other active release on the cluster, plus this one's (unless None)."""
+def _routes(release: Release, weight: float | None, live=None) -> list:
+    """Routes of every other active release on the cluster, plus this one's (unless None).
+
+    Another release's route is taken from `live` (what the router serves) when it is there:
+    that release may have applied a new split and not yet recorded it (its tick writes after
+    its effects), and rebuilding its route from the row would undo that split.
+    """
     others = (
         Release.objects.filter(cluster=release.cluster)
         .exclude(pk=release.pk)
         .exclude(phase__in=[p.value for p in TERMINAL])
         .select_related("model", "baseline", "candidate")
     )
-    routes = [route_for(other, other.router_weight or 0.0) for other in others]
+    served = {route.model: route for route in live.routes} if live is not None else {}
+    routes = []
+    for other in others:
+        route = served.get(other.model.name)
+        ours = {other.baseline.version, other.candidate.version}
+        if route is None or not set(route.weights) <= ours:  # none yet, or an older release's
+            route = route_for(other, other.router_weight or 0.0)
+        routes.append(route)
     if weight is not None:
         routes.append(route_for(release, weight))
     return routes
@@ -50,7 +62,8 @@ def set_weights(release: Release, weight: float | None) -> None:
     """Apply the router split (None: drop this release's route); records the applied weight."""
     router = router_for(release.cluster)
     with router_changing(release.cluster):
-        router.apply(router_state(release.cluster, _routes(release, weight)))
+        routes = _routes(release, weight, router.current())
+        router.apply(router_state(release.cluster, routes))
     release.router_weight = weight
 
 

@@ -6,13 +6,24 @@ import pytest
 
 from deployments.models import TritonNode
 from deployments.reconcile import cluster_reconcile
-from deployments.services import cluster_create, node_create
+from deployments.services import cluster_create, node_create, serving_state_set
 from integrations.routers import ModelRoute
 from integrations.triton.local import free_ports
+from models_registry.services import model_create, team_create
+from releases.effects import set_weights
+from releases.models import Release
 from releases.routing import router_for, router_state, router_sync
+from releases.services import release_create
 from releases.tasks import routers_sync
+from tests.registry.archives import register_risk_score_as
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+
+
+def _nginx_cluster(actor, name: str, prefix):
+    (port,) = free_ports(1)
+    router = {"driver": "nginx", "listen": f"127.0.0.1:{port}", "prefix_dir": str(prefix)}
+    return cluster_create(actor=actor, name=name, environment="staging", router=router)
 
 
 def _live(port: int) -> int:
@@ -28,10 +39,8 @@ def test_a_node_joins_the_running_router_once_reconcile_has_seen_it_up(
     tmp_path, make_user, triton_cluster
 ):
     rita = make_user("rita", role="release-managers")
-    (port,) = free_ports(1)
-    listen = f"127.0.0.1:{port}"
-    router_settings = {"driver": "nginx", "listen": listen, "prefix_dir": str(tmp_path)}
-    cluster = cluster_create(actor=rita, name="grow", environment="staging", router=router_settings)
+    cluster = _nginx_cluster(rita, "grow", tmp_path)
+    port = int(cluster.router["listen"].rsplit(":", 1)[1])
     first, second = triton_cluster.nodes
     node_create(cluster=cluster, actor=rita, name="a", http_url=first.http_url)
     router = router_for(cluster)
@@ -55,5 +64,37 @@ def test_a_node_joins_the_running_router_once_reconcile_has_seen_it_up(
         assert router_sync(cluster) is True
         assert router.current().upstreams == [second.http_url]
         assert router_sync(cluster) is False
+    finally:
+        router.stop()
+
+
+def test_a_release_changing_its_split_keeps_what_the_router_serves_for_another(
+    tmp_path, settings, make_user
+):
+    """Two releases on one cluster tick on two workers: one applies a new split before its
+    row records it, and the other's apply, built from that stale row, used to undo it."""
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    ada, rita = make_user("ada", role="algorithm"), make_user("rita", role="release-managers")
+    team_create(name="fraud", actor=ada)
+    cluster = _nginx_cluster(rita, "two", tmp_path)
+    node_create(cluster=cluster, actor=rita, name="n1", http_url="http://127.0.0.1:9")
+    releases = []
+    for name in ("risk_a", "risk_b"):
+        model = model_create(name=name, team="fraud", actor=ada)
+        v1, v2 = (register_risk_score_as(model, ada, v) for v in (1, 2))
+        serving_state_set(cluster=cluster, model=model, versions=[v1])
+        releases.append(
+            release_create(cluster=cluster, candidate=v2, actor=rita, require_benchmark=False)
+        )
+    first, second = releases
+    router = router_for(cluster)
+    try:
+        set_weights(first, 0.0)
+        Release.objects.filter(pk=first.pk).update(router_weight=0.0)
+        set_weights(second, 0.0)
+        set_weights(first, 20.0)  # applied; its row still says 0 (its tick has not saved)
+        set_weights(second, 5.0)
+        served = {route.model: route.weights for route in router.current().routes}
+        assert served == {"risk_a": {1: 80.0, 2: 20.0}, "risk_b": {1: 95.0, 2: 5.0}}
     finally:
         router.stop()
