@@ -43,6 +43,7 @@ def _run(node: TritonNode, version: ModelVersion) -> dict:
         "passed": True,
         "node": str(node),
         "load_ms": round(load_ms, 1),
+        "native_warmup": bool(plan.warmup_files),  # Triton ran the warm-up inside the load
         "latency_ms": round(result.latency_ms, 2),
         "output_shapes": {k: list(v.shape) for k, v in result.outputs.items()},
     }

@@ -307,6 +307,7 @@ def test_smoke_validation_loads_under_a_temporary_name_and_records_the_result(wo
     report = model_version_smoke_validate(version_id=version.pk)
     assert report["passed"] is True, report
     assert report["output_shapes"] == {"SCORE": [1, 1]} and report["latency_ms"] > 0
+    assert report["native_warmup"] is True
     version.refresh_from_db()
     assert version.status == "smoke_passed" and version.validation["smoke"] == report
     for node in world["fleet"].nodes:

@@ -48,6 +48,15 @@ def test_model_and_version_pages_show_versions_diff_and_warnings(client, make_us
     assert "config.pbtxt is identical to v1" in page
     assert 'class="pb-key"' in page
 
+    # A smoke report as deployments.smoke records it.
+    smoke = {"passed": True, "node": "staging/n1", "load_ms": 180.5, "native_warmup": True}
+    smoke |= {"latency_ms": 1.2, "output_shapes": {"SCORE": [1, 1]}}
+    version = model.versions.get(version=2)
+    version.validation = {**version.validation, "smoke": smoke}
+    version.save(update_fields=["validation"])
+    page = client.get("/models/risk_score/versions/2/").content.decode()
+    assert "loaded and warmed up by Triton in 180.5 ms, then one inference" in page
+
 
 def test_sla_form_saves_for_the_algorithm_team_and_is_refused_to_others(client, make_user):
     ada = make_user("ada", role="algorithm")
