@@ -9,7 +9,10 @@ from django.conf import settings
 
 from deployments.locks import advisory_lock
 from deployments.models import TritonCluster, TritonNode
+from deployments.push import client_for
+from deployments.selectors import desired_state
 from integrations.routers import ModelRoute, RouterDriver, RouterState, get_driver
+from integrations.triton.errors import TritonError
 
 _DRIVERS: dict[str, RouterDriver] = {}
 ROUTER_LOCK_NAMESPACE = 7303  # advisory lock key space of router changes, one per cluster
@@ -72,11 +75,11 @@ def _node_urls(cluster: TritonCluster) -> list[str]:
 def router_sync(cluster: TritonCluster) -> bool:
     """Point a running router at the cluster's nodes as they are now; True when it changed.
 
-    A node the router does not send to yet joins once reconcile has seen it up (a pass loads
-    its models first, so it does not get traffic while empty); a node no longer in the
-    cluster (or whose URL changed) gets none. The routes nginx serves stay as they are. A
-    router that is not running is left alone: whoever starts it (run_router, a release)
-    applies the whole state.
+    A node the router does not send to yet joins once reconcile has seen it up and it has
+    every version the cluster must serve loaded (so it gets no traffic while empty, nor
+    after a failed repair); a node no longer in the cluster (or whose URL changed) gets
+    none. The routes nginx serves stay as they are. A router that is not running is left
+    alone: whoever starts it (run_router, a release) applies the whole state.
     """
     if cluster.router.get("driver") != "nginx":
         return False
@@ -86,12 +89,26 @@ def router_sync(cluster: TritonCluster) -> bool:
         if live is None:
             return False
         serving = set(live.upstreams)
+        desired = desired_state(cluster=cluster)
         nodes = [
             n.http_url
             for n in cluster.nodes.all()
-            if n.http_url in serving or n.health == TritonNode.Health.UP
+            if n.http_url in serving or (n.health == TritonNode.Health.UP and _serves(n, desired))
         ]
         if live.upstreams == nodes:
             return False
         router.apply(RouterState(upstreams=nodes, routes=live.routes))
     return True
+
+
+def _serves(node: TritonNode, desired: dict[str, list[int]]) -> bool:
+    """True when the node has every desired version loaded (False when it cannot say)."""
+    try:
+        with client_for(node) as client:
+            loaded = client.loaded_models()
+    except TritonError:
+        return False
+    return all(
+        {str(v) for v in versions} <= loaded.get(model, set())
+        for model, versions in desired.items()
+    )

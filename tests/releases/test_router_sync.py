@@ -8,6 +8,7 @@ from deployments.models import TritonNode
 from deployments.reconcile import cluster_reconcile
 from deployments.services import cluster_create, node_create, serving_state_set
 from integrations.routers import ModelRoute
+from integrations.triton.client import TritonClient
 from integrations.triton.local import free_ports
 from models_registry.services import model_create, team_create
 from releases.effects import set_weights
@@ -35,14 +36,18 @@ def _live(port: int) -> int:
         conn.close()
 
 
-def test_a_node_joins_the_running_router_once_reconcile_has_seen_it_up(
-    tmp_path, make_user, triton_cluster
+def test_a_node_joins_the_running_router_once_it_serves_what_the_cluster_must(
+    tmp_path, settings, make_user, triton_cluster
 ):
-    rita = make_user("rita", role="release-managers")
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    ada, rita = make_user("ada", role="algorithm"), make_user("rita", role="release-managers")
+    team_create(name="fraud", actor=ada)
     cluster = _nginx_cluster(rita, "grow", tmp_path)
     port = int(cluster.router["listen"].rsplit(":", 1)[1])
     first, second = triton_cluster.nodes
-    node_create(cluster=cluster, actor=rita, name="a", http_url=first.http_url)
+    node_create(
+        cluster=cluster, actor=rita, name="a", http_url=first.http_url, grpc_url=first.grpc_url
+    )
     router = router_for(cluster)
     assert router_sync(cluster) is False  # not running: the sync never starts a router
     assert router.master_pid() is None
@@ -50,9 +55,16 @@ def test_a_node_joins_the_running_router_once_reconcile_has_seen_it_up(
     router.apply(router_state(cluster, [route]))
     try:
         assert router_sync(cluster) is False  # in sync already
-        node_create(cluster=cluster, actor=rita, name="b", http_url=second.http_url)
+        model = model_create(name="risk_join", team="fraud", actor=ada)
+        serving_state_set(
+            cluster=cluster, model=model, versions=[register_risk_score_as(model, ada, 1)]
+        )
+        urls = {"http_url": second.http_url, "grpc_url": second.grpc_url}
+        node_create(cluster=cluster, actor=rita, name="b", **urls)
         assert router_sync(cluster) is False  # health unknown: not before reconcile saw it
-        cluster_reconcile(cluster=cluster)
+        TritonNode.objects.filter(cluster=cluster, name="b").update(health="up")
+        assert router_sync(cluster) is False  # up, but risk_join v1 is not loaded there yet
+        cluster_reconcile(cluster=cluster)  # loads it on both nodes
         assert TritonNode.objects.get(cluster=cluster, name="b").health == "up"
         assert routers_sync() == 1  # the periodic task
         live = router.current()
@@ -66,6 +78,9 @@ def test_a_node_joins_the_running_router_once_reconcile_has_seen_it_up(
         assert router_sync(cluster) is False
     finally:
         router.stop()
+        for node in (first, second):
+            with TritonClient(node.http_url, node.grpc_url) as client:
+                client.unload("risk_join")
 
 
 def test_a_release_changing_its_split_keeps_what_the_router_serves_for_another(
