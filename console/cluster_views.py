@@ -11,6 +11,7 @@ from accounts.roles import Role, user_has_role
 from deployments import selectors
 from deployments.services import DeploymentError, deployment_create
 from models_registry.models import Model, ModelVersion
+from releases.selectors import router_view
 
 
 def _can_deploy(user) -> bool:
@@ -69,6 +70,7 @@ def cluster_detail(request, name):
         "status": status,
         "matrix": _matrix(status),
         "drift": selectors.drift_recent(cluster=cluster),
+        "router": router_view(cluster=cluster),
         "deployments": selectors.deployments_recent(cluster=cluster, limit=10),
         "can_deploy": _can_deploy(request.user),
         "deployable": ModelVersion.objects.select_related("model").order_by(

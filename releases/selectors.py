@@ -23,3 +23,23 @@ def release_get(*, release_id: int) -> Release | None:
         .filter(pk=release_id)
         .first()
     )
+
+
+def router_view(*, cluster) -> dict:
+    """What the cluster's router does now, for the cluster page: driver, whether it runs,
+    which nodes it sends to, and each route's split (from the running router itself)."""
+    from releases.routing import router_for
+
+    view = {"driver": cluster.router.get("driver", "none"), "listen": "", "running": False}
+    view |= {"nodes": [], "routes": []}
+    if view["driver"] != "nginx":
+        return view
+    view["listen"] = cluster.router.get("listen", "")
+    live = router_for(cluster).current()
+    routed = set(live.upstreams) if live is not None else set()
+    view["running"] = live is not None
+    view["nodes"] = [{"name": n.name, "routed": n.http_url in routed} for n in cluster.nodes.all()]
+    for route in live.routes if live is not None else []:
+        split = [{"version": v, "percent": w} for v, w in sorted(route.live_weights().items())]
+        view["routes"].append({"model": route.model, "split": split})
+    return view

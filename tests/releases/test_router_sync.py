@@ -27,6 +27,11 @@ def _nginx_cluster(actor, name: str, prefix):
     return cluster_create(actor=actor, name=name, environment="staging", router=router)
 
 
+def _router_panel(client, cluster: str) -> str:
+    page = client.get(f"/clusters/{cluster}/").content.decode()
+    return page.split('data-testid="router-panel"', 1)[1].split("Recent deployments", 1)[0]
+
+
 def _live(port: int) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
@@ -37,7 +42,7 @@ def _live(port: int) -> int:
 
 
 def test_a_node_joins_the_running_router_once_it_serves_what_the_cluster_must(
-    tmp_path, settings, make_user, triton_cluster
+    tmp_path, settings, make_user, triton_cluster, client
 ):
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
     ada, rita = make_user("ada", role="algorithm"), make_user("rita", role="release-managers")
@@ -64,6 +69,9 @@ def test_a_node_joins_the_running_router_once_it_serves_what_the_cluster_must(
         assert router_sync(cluster) is False  # health unknown: not before reconcile saw it
         TritonNode.objects.filter(cluster=cluster, name="b").update(health="up")
         assert router_sync(cluster) is False  # up, but risk_join v1 is not loaded there yet
+        client.login(username="rita", password="pw-rita")
+        panel = _router_panel(client, "grow")
+        assert "running" in panel and "b (not yet)" in panel and "a (not yet)" not in panel
         cluster_reconcile(cluster=cluster)  # loads it on both nodes
         assert TritonNode.objects.get(cluster=cluster, name="b").health == "up"
         assert routers_sync() == 1  # the periodic task
@@ -84,7 +92,7 @@ def test_a_node_joins_the_running_router_once_it_serves_what_the_cluster_must(
 
 
 def test_a_release_changing_its_split_keeps_what_the_router_serves_for_another(
-    tmp_path, settings, make_user
+    tmp_path, settings, make_user, client
 ):
     """Two releases on one cluster tick on two workers: one applies a new split before its
     row records it, and the other's apply, built from that stale row, used to undo it."""
@@ -111,5 +119,9 @@ def test_a_release_changing_its_split_keeps_what_the_router_serves_for_another(
         set_weights(second, 5.0)
         served = {route.model: route.weights for route in router.current().routes}
         assert served == {"risk_a": {1: 80.0, 2: 20.0}, "risk_b": {1: 95.0, 2: 5.0}}
+        client.login(username="rita", password="pw-rita")
+        panel = _router_panel(client, "two")
+        assert "v1 80%" in panel and "v2 20%" in panel and "v2 5%" in panel
     finally:
         router.stop()
+    assert "not running" in _router_panel(client, "two")
