@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
 from deployments import selectors
-from deployments.services import DeploymentError, deployment_create
+from deployments.services import DeploymentError, deployment_create, node_remove
 from models_registry.models import Model, ModelVersion
 from releases.selectors import router_view
 
@@ -119,6 +119,28 @@ def cluster_unload(request, name, model):
         messages.error(request, exc.message)
         return redirect("console:cluster-detail", name=name)
     return redirect("console:deployment-detail", deployment_id=deployment.pk)
+
+
+@login_required
+@require_POST
+def cluster_node_remove(request, name, node):
+    if not _can_deploy(request.user):
+        raise PermissionDenied("Removing a node needs the release-managers role.")
+    cluster = _cluster_or_404(name)
+    found = cluster.nodes.filter(name=node).first()
+    if found is None:
+        raise Http404(f"Cluster {name} has no node named '{node}'.")
+    try:
+        node_remove(node=found, actor=request.user)
+    except DeploymentError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            f"{node} removed from {name}: nothing was unloaded from it, and the router stops "
+            "sending to it within 10 s. Its deployment history stays.",
+        )
+    return redirect("console:cluster-detail", name=name)
 
 
 def _deployment_or_404(deployment_id: int):

@@ -27,6 +27,11 @@ urlpatterns = [
     path("clusters/<str:name>/", cluster_views.cluster_detail, name="cluster-detail"),
     path("clusters/<str:name>/deploy/", cluster_views.cluster_deploy, name="cluster-deploy"),
     path(
+        "clusters/<str:name>/nodes/<str:node>/remove/",
+        cluster_views.cluster_node_remove,
+        name="cluster-node-remove",
+    ),
+    path(
         "clusters/<str:name>/models/<str:model>/unload/",
         cluster_views.cluster_unload,
         name="cluster-unload",

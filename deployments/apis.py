@@ -129,6 +129,30 @@ class NodeListCreateApi(APIView):
         return Response(NodeSerializer(node).data, status=status.HTTP_201_CREATED)
 
 
+class NodeDetailApi(APIView):
+    """GET, DELETE /api/v1/clusters/{name}/nodes/{node}/ (delete keeps the node's history)."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    def _node(self, name: str, node: str):
+        found = _cluster_or_404(name).nodes.filter(name=node).first()
+        if found is None:
+            raise Http404(f"Cluster {name} has no node named '{node}'.")
+        return found
+
+    @extend_schema(responses={200: NodeSerializer})
+    def get(self, request, name, node):
+        return Response(NodeSerializer(self._node(name, node)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, name, node):
+        try:
+            services.node_remove(node=self._node(name, node), actor=request.user)
+        except DeploymentError as exc:
+            return _refused(exc)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
 class ClusterStatusApi(APIView):
     """GET /api/v1/clusters/{name}/status/: live per-node state and drift."""
 
@@ -137,7 +161,7 @@ class ClusterStatusApi(APIView):
 
 
 class DeploymentNodeSerializer(serializers.Serializer):
-    node = serializers.CharField(source="node.name")
+    node = serializers.CharField(source="node_name")
     status = serializers.CharField()
     load_ms = serializers.FloatField()
     warmup_ms = serializers.FloatField()

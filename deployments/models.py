@@ -163,7 +163,9 @@ class DeploymentNode(models.Model):
         SKIPPED = "skipped", "Not changed"
 
     deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="nodes")
-    node = models.ForeignKey(TritonNode, on_delete=models.CASCADE, related_name="+")
+    # A removed node leaves its deployments' history: the row keeps the node's name.
+    node = models.ForeignKey(TritonNode, null=True, on_delete=models.SET_NULL, related_name="+")
+    node_name = models.CharField(max_length=100, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     load_ms = models.FloatField(null=True, blank=True)
     warmup_ms = models.FloatField(null=True, blank=True)
@@ -171,13 +173,13 @@ class DeploymentNode(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["node__name"]
+        ordering = ["node_name"]
         constraints = [
             models.UniqueConstraint(fields=["deployment", "node"], name="one_row_per_node")
         ]
 
     def __str__(self) -> str:
-        return f"{self.deployment_id}@{self.node.name}: {self.status}"
+        return f"{self.deployment_id}@{self.node_name}: {self.status}"
 
 
 class DriftEvent(models.Model):
@@ -191,7 +193,8 @@ class DriftEvent(models.Model):
         REPAIR_FAILED = "repair_failed", "Repair failed"
 
     cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="drift")
-    node = models.ForeignKey(TritonNode, null=True, on_delete=models.CASCADE, related_name="+")
+    node = models.ForeignKey(TritonNode, null=True, on_delete=models.SET_NULL, related_name="+")
+    node_name = models.CharField(max_length=100, blank=True)  # kept when the node is removed
     model_name = models.CharField(max_length=128, blank=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
     detail = models.TextField(blank=True)
@@ -201,4 +204,4 @@ class DriftEvent(models.Model):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.model_name} on {self.node}"
+        return f"{self.kind} {self.model_name} on {self.node_name}"

@@ -102,6 +102,7 @@ def _record(cluster: TritonCluster, node: TritonNode, report: NodeReport) -> lis
                     DriftEvent(
                         cluster=cluster,
                         node=node,
+                        node_name=node.name,
                         detail=report.error,
                         kind=DriftEvent.Kind.NODE_DOWN,
                     )
@@ -109,12 +110,26 @@ def _record(cluster: TritonCluster, node: TritonNode, report: NodeReport) -> lis
             node.health, node.last_error = TritonNode.Health.DOWN, report.error
         else:
             if node.health == TritonNode.Health.DOWN:
-                events.append(DriftEvent(cluster=cluster, node=node, kind=DriftEvent.Kind.NODE_UP))
+                events.append(
+                    DriftEvent(
+                        cluster=cluster,
+                        node=node,
+                        node_name=node.name,
+                        kind=DriftEvent.Kind.NODE_UP,
+                    )
+                )
             node.health, node.last_error = TritonNode.Health.UP, ""
             node.server_version, node.last_seen_at = report.server_version, timezone.now()
         node.save(update_fields=["health", "last_error", "server_version", "last_seen_at"])
         events += [
-            DriftEvent(cluster=cluster, node=node, kind=kind, model_name=model, detail=detail)
+            DriftEvent(
+                cluster=cluster,
+                node=node,
+                node_name=node.name,
+                kind=kind,
+                model_name=model,
+                detail=detail,
+            )
             for kind, model, detail in report.repairs
         ]
         DriftEvent.objects.bulk_create(events)

@@ -91,6 +91,30 @@ def node_create(*, cluster: TritonCluster, actor, **fields) -> TritonNode:
     )
 
 
+def node_remove(*, node: TritonNode, actor) -> None:
+    """Take a node out of its cluster; audited. Its deployment and drift history stays.
+
+    Reconcile, telemetry and pushes stop counting it at once; a running router stops sending
+    to it at its next sync. Nothing is unloaded from the node (it may be on its way out or
+    unreachable). Refused (409) while a deployment runs on the cluster.
+    """
+    with transaction.atomic():
+        cluster = TritonCluster.objects.select_for_update().get(pk=node.cluster_id)
+        busy = Deployment.objects.filter(
+            cluster=cluster, status__in=[Deployment.Status.PENDING, Deployment.Status.RUNNING]
+        ).first()
+        if busy:
+            raise DeploymentError(
+                f"Deployment {busy.pk} on {cluster.name} is still {busy.status}; "
+                f"remove {node.name} once it has finished.",
+                status=409,
+            )
+        audit_record(
+            actor=actor, action="node.removed", obj=node, details={"http_url": node.http_url}
+        )
+        node.delete()
+
+
 def serving_versions(*, cluster: TritonCluster, model: Model) -> list[ModelVersion]:
     state = ServingState.objects.filter(cluster=cluster, model=model).first()
     if state is None:
@@ -173,7 +197,7 @@ def deployment_create(
             target_versions=[version.version] if version else [],
         )
         DeploymentNode.objects.bulk_create(
-            DeploymentNode(deployment=deployment, node=node) for node in nodes
+            DeploymentNode(deployment=deployment, node=node, node_name=node.name) for node in nodes
         )
         audit_record(
             actor=actor,

@@ -6,6 +6,11 @@ urlpatterns = [
     path("clusters/", apis.ClusterListCreateApi.as_view(), name="api-clusters"),
     path("clusters/<str:name>/", apis.ClusterDetailApi.as_view(), name="api-cluster"),
     path("clusters/<str:name>/nodes/", apis.NodeListCreateApi.as_view(), name="api-cluster-nodes"),
+    path(
+        "clusters/<str:name>/nodes/<str:node>/",
+        apis.NodeDetailApi.as_view(),
+        name="api-cluster-node",
+    ),
     path("clusters/<str:name>/status/", apis.ClusterStatusApi.as_view(), name="api-cluster-status"),
     path(
         "clusters/<str:name>/models/<str:model>/unload/",

@@ -1,4 +1,4 @@
-"""Cluster pages rendered by Django: empty state, roles, a down node."""
+"""Cluster pages rendered by Django: empty state, roles, a down node, removing a node."""
 
 import pytest
 
@@ -28,5 +28,11 @@ def test_unreachable_node_shows_down_and_only_release_managers_see_deploy(client
     page = client.get("/clusters/edge/").content.decode()
     assert "down" in page and "deploy-form" not in page
     assert client.post("/clusters/edge/deploy/", {"version_id": "1"}).status_code == 403
+    assert client.post("/clusters/edge/nodes/n1/remove/").status_code == 403  # max: read only
+
     client.login(username="rita", password="pw-rita")
-    assert "deploy-form" in client.get("/clusters/edge/").content.decode()
+    page = client.get("/clusters/edge/").content.decode()
+    assert "deploy-form" in page and "/clusters/edge/nodes/n1/remove/" in page
+    answer = client.post("/clusters/edge/nodes/n1/remove/", follow=True).content.decode()
+    assert "n1 removed from edge" in answer and "No nodes yet" in answer
+    assert not cluster.nodes.exists()

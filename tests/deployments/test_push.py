@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from rest_framework.test import APIClient
 
+from audit.models import AuditEvent
 from deployments.executor import deployment_run
 from deployments.models import Deployment, DriftEvent, ServingState
 from deployments.reconcile import cluster_reconcile
@@ -481,3 +482,43 @@ def test_node_killed_in_the_middle_of_its_load_fails_clearly_and_others_go_back(
         assert _loaded(node, "risk_midkill") == {"1"}
     cluster_reconcile(cluster=cluster)  # the restarted node gets v1 back
     assert _loaded(victim, "risk_midkill") == {"1"}
+
+
+def test_removing_a_node_keeps_its_history_and_waits_for_running_deployments(world, client):
+    model = model_create(name="risk_shrink", team="fraud", actor=world["ada"])
+    v1 = register_risk_score_as(model, world["ada"], 1)
+    cluster = _cluster(world, name="shrink")
+    first = _deploy(cluster, v1, world["rita"])
+    assert first.status == "succeeded", first.error
+    gone = world["fleet"].nodes[2].name
+    url = f"/api/v1/clusters/shrink/nodes/{gone}/"
+
+    api = APIClient()
+    api.force_authenticate(world["ada"])
+    assert api.delete(url).status_code == 403  # release managers only
+    api.force_authenticate(world["rita"])
+    assert api.get(url).json()["name"] == gone
+    assert api.delete("/api/v1/clusters/shrink/nodes/nope/").status_code == 404
+    pending = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
+    refused = api.delete(url)
+    assert refused.status_code == 409
+    assert f"Deployment {pending.pk}" in refused.json()["errors"][0]["message"]
+    pending.delete()
+
+    assert api.delete(url).status_code == 204
+    assert sorted(n.name for n in cluster.nodes.all()) == sorted(
+        n.name for n in world["fleet"].nodes[:2]
+    )
+    history = api.get(f"/api/v1/deployments/{first.pk}/").json()
+    assert gone in [row["node"] for row in history["nodes"]]  # the row keeps the name
+    client.force_login(world["rita"])
+    assert gone in client.get(f"/deployments/{first.pk}/progress/").content.decode()
+    assert AuditEvent.objects.filter(action="node.removed", object_repr__endswith=gone).exists()
+
+    # The cluster now serves on the two nodes left; the removed one is not touched.
+    unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
+    done = deployment_run(deployment_id=unload.pk)
+    assert done.status == "succeeded" and done.nodes.count() == 2
+    assert _loaded(world["fleet"].nodes[2], "risk_shrink") == {"1"}
+    with TritonClient(world["fleet"].nodes[2].http_url, world["fleet"].nodes[2].grpc_url) as c:
+        c.unload("risk_shrink")
