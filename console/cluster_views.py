@@ -83,9 +83,7 @@ def cluster_detail(request, name):
 @login_required
 @require_POST
 def cluster_deploy(request, name):
-    if not _can_deploy(request.user):
-        raise PermissionDenied("Deploying needs the release-managers role.")
-    cluster = _cluster_or_404(name)
+    cluster = _cluster_for_release_managers(request, name, doing="Deploying")
     version = (
         ModelVersion.objects.select_related("model")
         .filter(pk=request.POST.get("version_id"))
@@ -105,9 +103,7 @@ def cluster_deploy(request, name):
 @login_required
 @require_POST
 def cluster_unload(request, name, model):
-    if not _can_deploy(request.user):
-        raise PermissionDenied("Unloading needs the release-managers role.")
-    cluster = _cluster_or_404(name)
+    cluster = _cluster_for_release_managers(request, name, doing="Unloading")
     found = Model.objects.filter(name=model).first()
     if found is None:
         raise Http404(f"No model named '{model}'.")
@@ -124,9 +120,7 @@ def cluster_unload(request, name, model):
 @login_required
 @require_POST
 def cluster_node_remove(request, name, node):
-    if not _can_deploy(request.user):
-        raise PermissionDenied("Removing a node needs the release-managers role.")
-    cluster = _cluster_or_404(name)
+    cluster = _cluster_for_release_managers(request, name, doing="Removing a node")
     found = cluster.nodes.filter(name=node).first()
     if found is None:
         raise Http404(f"Cluster {name} has no node named '{node}'.")
@@ -141,6 +135,13 @@ def cluster_node_remove(request, name, node):
             "sending to it within 10 s. Its deployment history stays.",
         )
     return redirect("console:cluster-detail", name=name)
+
+
+def _cluster_for_release_managers(request, name: str, *, doing: str):
+    """The cluster of a change only release managers make (403 for others, 404 unknown)."""
+    if not _can_deploy(request.user):
+        raise PermissionDenied(f"{doing} needs the release-managers role.")
+    return _cluster_or_404(name)
 
 
 def _deployment_or_404(deployment_id: int):
