@@ -145,3 +145,14 @@ class ReleaseActionApi(APIView):
         except ReleaseError as exc:
             return _refused(exc)
         return Response(ReleaseSerializer(selectors.release_get(release_id=release_id)).data)
+
+
+class ClusterRouterApi(APIView):
+    """GET /api/v1/clusters/{name}/router/: what the cluster's router does now (driver,
+    whether it runs, the nodes it sends to, each route's split), read from the router."""
+
+    def get(self, request, name):
+        cluster = TritonCluster.objects.filter(name=name).first()
+        if cluster is None:
+            raise Http404(f"No cluster named '{name}'.")
+        return Response(selectors.router_view(cluster=cluster))

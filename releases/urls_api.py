@@ -10,4 +10,5 @@ urlpatterns = [
         apis.ReleaseActionApi.as_view(),
         name="api-release-actions",
     ),
+    path("clusters/<str:name>/router/", apis.ClusterRouterApi.as_view(), name="api-cluster-router"),
 ]

@@ -122,6 +122,12 @@ def test_a_release_changing_its_split_keeps_what_the_router_serves_for_another(
         client.login(username="rita", password="pw-rita")
         panel = _router_panel(client, "two")
         assert "v1 80%" in panel and "v2 20%" in panel and "v2 5%" in panel
+        answer = client.get("/api/v1/clusters/two/router/").json()
+        assert answer["running"] is True and answer["nodes"] == [{"name": "n1", "routed": True}]
+        assert answer["routes"][0] == {
+            "model": "risk_a",
+            "split": [{"version": 1, "percent": 80.0}, {"version": 2, "percent": 20.0}],
+        }
     finally:
         router.stop()
     assert "not running" in _router_panel(client, "two")
