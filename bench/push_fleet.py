@@ -94,7 +94,7 @@ def _direct(node, plan, warm: bool) -> float:
             version = str(plan.versions[-1])
             assert client.is_model_ready(plan.model, version)
             tensors = []
-            for name, array in warmup_inputs(plan).items():
+            for name, array in warmup_inputs(plan.config_dict).items():
                 dtype = np_to_triton_dtype(array.dtype)
                 tensor = grpcclient.InferInput(name, list(array.shape), dtype)
                 tensor.set_data_from_numpy(array)

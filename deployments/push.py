@@ -115,7 +115,7 @@ def _serving_config(
     config.name = newest.model.name
     config_dict = json_format.MessageToDict(config, preserving_proto_field_name=True)
     try:
-        sample = warmup_sample(config_dict)
+        sample = warmup_inputs(config_dict)
     except ValueError:  # the push's own warm-up reports it; nothing to warm natively
         sample = {}
     warmup_files = add_native_warmup(config, sample)
@@ -218,14 +218,10 @@ def client_for(node) -> TritonClient:
     )
 
 
-def warmup_sample(config_dict: dict) -> dict:
-    """The smallest valid request the config allows: batch 1, every variable dim 1."""
+def warmup_inputs(config_dict: dict) -> dict:
+    """The warm-up request (the push's own and the native warm-up's sample): the smallest
+    valid request the config allows, batch 1, every variable dim 1."""
     return generate_inputs(config_dict, batch_size=1, variable_dim=1)
-
-
-def warmup_inputs(plan: LoadPlan) -> dict:
-    """The push's own warm-up request (the same as the native warm-up's sample)."""
-    return warmup_sample(plan.config_dict)
 
 
 def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutcome:
@@ -248,7 +244,7 @@ def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutc
                 return NodeOutcome(True, load_ms)
             start = time.perf_counter()
             result = client.infer(
-                plan.model, warmup_inputs(plan), version=warm_version, via_grpc=True
+                plan.model, warmup_inputs(plan.config_dict), version=warm_version, via_grpc=True
             )
             warmup_ms = (time.perf_counter() - start) * 1000
             shapes = {k: list(v.shape) for k, v in result.outputs.items()}

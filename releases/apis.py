@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 from accounts.errors import errors_response
 from accounts.permissions import ReleaseManagersWrite
 from deployments.models import TritonCluster
+from deployments.selectors import cluster_get
 from models_registry.selectors import model_version_find
 from releases import selectors, services
 from releases.services import ReleaseError
@@ -152,7 +153,7 @@ class ClusterRouterApi(APIView):
     whether it runs, the nodes it sends to, each route's split), read from the router."""
 
     def get(self, request, name):
-        cluster = TritonCluster.objects.filter(name=name).first()
+        cluster = cluster_get(name=name)
         if cluster is None:
             raise Http404(f"No cluster named '{name}'.")
         return Response(selectors.router_view(cluster=cluster))

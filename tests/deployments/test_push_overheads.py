@@ -110,7 +110,7 @@ def test_warm_up_request_is_the_smallest_the_config_allows():
         ],
     }
     plan = push.LoadPlan(model="m", versions=[1], config_json="{}", config_dict=config)
-    shapes = {name: array.shape for name, array in push.warmup_inputs(plan).items()}
+    shapes = {name: array.shape for name, array in push.warmup_inputs(plan.config_dict).items()}
     assert shapes == {"TOKENS": (1, 1), "IMAGE": (1, 3, 1, 1)}
 
 
