@@ -41,7 +41,7 @@ from bench.common import drop_queued_tasks, use_bench_queue  # noqa: E402
 use_bench_queue()
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
 
-# An unloaded python model's stub takes ~1.1-1.2 s to exit (TRITON.md §1.2): let it finish
+# An unloaded python model's stub takes ~1.1-1.2 s to exit (docs/TRITON.md §api): let it finish
 # before the next round is timed.
 SETTLE_S = 1.5
 KINDS = ("push", "parallel", "floor", "single")

@@ -1,7 +1,7 @@
 """Driving load at a Triton node: a concurrency sweep under a temporary model name.
 
 No database here: services.benchmark_run reads the row, calls `sweep` outside any
-transaction and records what the callbacks report. Facts relied on (TRITON.md §1.5): the
+transaction and records what the callbacks report. Facts relied on (docs/TRITON.md §api): the
 statistics extension lists pushed models, its counters are cumulative, a request is counted
 when its response is done. So a snapshot taken after every client thread has joined covers
 exactly the requests the clients sent in the window: the counts match one for one (requests

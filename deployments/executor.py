@@ -4,7 +4,7 @@ Deploy: serving set := previous + target on all nodes (load, READY, warm-up of t
 if any node fails, nodes already changed go back to the previous set and the deployment
 fails naming the node. Otherwise the desired state becomes {target}; after a short drain
 the previous versions are retired with a second load (Triton lets in-flight requests on
-them finish, TRITON.md §2.3). Unload: unload everywhere, desired state := nothing.
+them finish, docs/TRITON.md §api). Unload: unload everywhere, desired state := nothing.
 
 Time between "run" and "serving everywhere" is what users wait for (bench/push_fleet.py), so
 the work around the loads is kept off that path: stored files are re-hashed once per

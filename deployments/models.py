@@ -52,7 +52,7 @@ class TritonNode(models.Model):
     cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="nodes")
     name = models.CharField(max_length=100)
     http_url = models.URLField(max_length=300)
-    # host:port of Triton's gRPC endpoint; model control goes there when set (TRITON.md §2.1).
+    # host:port of Triton's gRPC endpoint; model control goes there when set (docs/TRITON.md §api).
     grpc_url = models.CharField(max_length=300, blank=True)
     metrics_url = models.URLField(max_length=300, blank=True)
     health = models.CharField(max_length=10, choices=Health.choices, default=Health.UNKNOWN)

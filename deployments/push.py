@@ -1,11 +1,12 @@
 """What to load on a node for a serving set, and doing it on many nodes at once.
 
 No database writes here: services read rows, build a LoadPlan, call these functions outside
-any transaction, and record the outcomes. Facts relied on (TRITON.md §1-2): one config per
-model (the highest served version's config applies to all), `version_policy: specific`
-chooses the versions, an identical config with identical files is a no-op (so re-applying is
-idempotent), a change of `version_policy` alone keeps the versions that stay (see
-push_id_for), load is synchronous, and a failed load leaves the previous copy serving.
+any transaction, and record the outcomes. Facts relied on (docs/TRITON.md §api, §versions):
+one config per model (the highest served version's config applies to all),
+`version_policy: specific` chooses the versions, an identical config with identical files is
+a no-op (so re-applying is idempotent), a change of `version_policy` alone keeps the versions
+that stay (see push_id_for), load is synchronous, and a failed load leaves the previous copy
+serving.
 """
 
 import hashlib

@@ -1,8 +1,8 @@
 """The router's access log: the format nginx writes, a parser, a summary per version, a tail.
 
 Release gates need what the router saw, not only Triton's counters: Triton counts a python
-model's per-request error responses as successes (TRITON.md §3), while the router sees the
-HTTP status every client got. One JSON object per line (nginx `escape=json`).
+model's per-request error responses as successes (docs/TRITON.md §metrics), while the router
+sees the HTTP status every client got. One JSON object per line (nginx `escape=json`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A router sits in front of a cluster's Triton nodes and splits each released model's
 *unversioned* inference traffic (`POST /v2/models/<m>/infer`) across explicit versions,
-because Triton itself answers that URL with the highest READY version (TRITON.md §2.2).
+because Triton itself answers that URL with the highest READY version (docs/TRITON.md §versions).
 Everything else passes through untouched. Plain Python, no Django.
 """
 

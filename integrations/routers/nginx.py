@@ -5,7 +5,7 @@ Facts this relies on (STACK_NOTES.md, "nginx as the traffic router (measured)"):
 * `nginx -s reload` loses no request on new connections; a client reusing a kept-alive
   connection may see it closed at the reload instant before any response byte (safe to
   retry once). A failed reload leaves the old config serving, and `nginx -t` runs first.
-* Triton answers unversioned requests with its highest READY version (TRITON.md §2.2), so
+* Triton answers unversioned requests with its highest READY version (docs/TRITON.md §versions), so
   every route rewrites, even one at 100%: that pins the baseline before a candidate loads.
 Everything nginx writes (pid, logs, temp files) stays under the driver's prefix folder.
 """

@@ -1,7 +1,7 @@
 """The driver for clusters without a router: blue/green only, no weighted split.
 
 Without a router, Triton answers unversioned requests with the highest READY version
-(TRITON.md §2.2), so the only "route" such a cluster can honour is one version taking
+(docs/TRITON.md §versions), so the only "route" such a cluster can honour is one version taking
 everything, and it is the serving set (what is loaded), not this driver, that makes it so.
 """
 

@@ -1,16 +1,16 @@
-"""A typed wrapper over tritonclient for what the control plane needs (../shared/TRITON.md).
+"""A typed wrapper over tritonclient for what the control plane needs (docs/TRITON.md).
 
 * Model control (load, unload) goes over gRPC with a long timeout: a load sent over HTTP
-  stalls the inference keep-alive connections that share its server thread (§2.1).
+  stalls the inference keep-alive connections that share its server thread (measured here).
   Everything else goes over HTTP with short timeouts, except that readiness and inference
   can be asked `via_grpc` to reuse the channel a load just opened (a push: load, READY,
   warm-up, one connection). The HTTP connection is only opened when first used.
 * Every call has a timeout: a python version dir without model.py makes a load hang forever
-  (§1.3), so `load` also refuses such a push before sending it.
+  (docs/TRITON.md §api), so `load` also refuses such a push before sending it.
 * Readiness is judged per model, never by /v2/health/ready, which answers 400 during every
-  unload window and after any failed load (§2.6).
+  unload window and after any failed load (§versions).
 * Pushed models (files uploaded with the load) are not in the repository index; the stats
-  endpoint lists every loaded model, pushed ones included (§1.2, §1.5).
+  endpoint lists every loaded model, pushed ones included (§api).
 * Every failure is a TransientTritonError or PermanentTritonError (errors.py).
 
 Always close the client (or use it as a context manager): an open keep-alive connection makes

@@ -1,7 +1,7 @@
 """Triton failures in two kinds: worth retrying later (transient) or not (permanent).
 
 `translate` maps what tritonclient and the network raise onto these classes. Status codes
-and messages are those measured on Triton 2.51 (../shared/TRITON.md §1.3-§1.6):
+and messages are those measured on Triton 2.51 (docs/TRITON.md, §api):
 
 * transient: connection refused/reset/closed, timeouts (socket or gRPC deadline), HTTP 503
   (e.g. a pinned version not yet ready) and gRPC UNAVAILABLE, plus the 408/429/502/504 a

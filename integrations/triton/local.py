@@ -1,7 +1,7 @@
 """Start and stop real `tritonserver` processes from the installed nvidia-pytriton wheel.
 
 Used by `manage.py triton_local`, `make demo` and the pytest session fixture. Plain Python,
-no Django. Facts this relies on are in ../shared/TRITON.md §0 and STACK_NOTES.md:
+no Django. Facts this relies on are in docs/TRITON.md §launcher:
 
 * the python backend stub embeds the first `python3` on PATH (PYTHONPATH is ignored), so
   this interpreter's bin folder goes first on PATH;
@@ -180,7 +180,7 @@ class LocalNode:
         return self._answers_200("/v2/health/live", timeout_s)
 
     def is_ready(self, timeout_s: float = 1.0) -> bool:
-        """True when GET /v2/health/ready answers 200 (flaps during unloads: TRITON.md §2.6)."""
+        """True when GET /v2/health/ready answers 200 (flaps during unloads: docs/TRITON.md)."""
         return self._answers_200("/v2/health/ready", timeout_s)
 
     def _answers_200(self, path: str, timeout_s: float) -> bool:

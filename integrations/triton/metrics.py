@@ -1,6 +1,6 @@
 """Parse Triton's Prometheus text and turn two scrapes into per-interval statistics.
 
-Pure Python, no Django, no network. Facts this relies on are in ../shared/TRITON.md §3:
+Pure Python, no Django, no network. Facts this relies on are in docs/TRITON.md §metrics:
 
 * only the families the collector reads are parsed (`READ_FAMILIES`); everything else is
   skipped before its labels are looked at;

@@ -8,7 +8,7 @@ about four times the CPU of these three requests; on a control plane that shares
 the data plane that CPU shows up in the clients' latency.
 
 Loaded versions come from `/v2/models/{model}/stats`, which lists pushed models too (the
-repository index does not, TRITON.md §1.2) and answers 400 "not available" when no version
+repository index does not, docs/TRITON.md §api) and answers 400 "not available" when no version
 of the model is loaded.
 """
 

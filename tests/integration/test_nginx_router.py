@@ -2,7 +2,7 @@
 
 The model is risk_score versions 1 and 2 under a unique name, loaded on both nodes over gRPC
 and unloaded at the end. Without a router Triton answers unversioned requests with version 2
-(the highest READY one, TRITON.md §2.2); every split below comes from nginx alone.
+(the highest READY one, docs/TRITON.md §versions); every split below comes from nginx alone.
 Measured numbers are printed with a `MEASURED` prefix (run with -s to see them).
 """
 

@@ -2,7 +2,7 @@
 
 Triton state is not rolled back between tests: every model name ends in `_cl<n>` and each
 test unloads what it loaded. No test here pushes a python version dir without model.py to a
-node (that load hangs forever and poisons the node, TRITON.md §1.3).
+node (that load hangs forever and poisons the node, docs/TRITON.md §api).
 """
 
 import json

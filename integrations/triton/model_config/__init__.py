@@ -2,7 +2,7 @@
 
 Plain Python, no Django. The registry calls `validate_model_config` when a model version is
 uploaded: errors block registration, warnings are stored and shown. The checks target the
-mistakes that ../shared/TRITON.md §4.2 shows the live 2.51 server reports late, never (a python
+mistakes that docs/TRITON.md §config shows the live 2.51 server reports late, never (a python
 version folder without model.py hangs the load forever) or silently (no config: no inputs).
 """
 

@@ -14,9 +14,9 @@ from .report import Checker
 # Fields in the installed tritonclient proto (2.73) that the target server may not know.
 # Verified: both are absent from the ModelConfig descriptor compiled into the 2.51.0
 # libtritonserver (pytriton 0.7.0 wheel) and present in tritonclient 2.73; the two descriptors
-# differ in nothing else, enum values included. 2.51 refuses `model_metrics` live (TRITON.md
-# §1.3). `added_in` is the first release after the change landed upstream (common#126, Oct 2024;
-# server#8458, Oct 2025): an estimate, only "not in 2.51" is verified.
+# differ in nothing else, enum values included. 2.51 refuses `model_metrics` live
+# (docs/TRITON.md §config). `added_in` is the first release after the change landed upstream
+# (common#126, Oct 2024; server#8458, Oct 2025): an estimate, only "not in 2.51" is verified.
 NEWER_FIELDS: dict[str, str] = {
     "model_metrics": "2.52",
     "ensemble_scheduling.max_inflight_requests": "2.63",
