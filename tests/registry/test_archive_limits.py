@@ -138,3 +138,14 @@ def test_an_ordinary_model_with_long_names_still_registers(ada):
     long_name = "1/" + "x" * 150 + ".bin"  # a GNU/pax long name of normal size
     response = _upload(ada, tar_gz([*GOOD, (long_name, b"weights")]))
     assert response.status_code == 201, response.content
+
+
+def test_a_zip_member_bigger_than_it_declares_is_cut_at_its_declared_size_and_refused(
+    ada, artifacts
+):
+    archive = bytearray(zip_bytes([*GOOD, ("1/zeros.bin", bytes(MIB))]))
+    entry = archive.rindex(b"PK\x01\x02")  # the last central directory entry: 1/zeros.bin
+    archive[entry + 24 : entry + 28] = (1000).to_bytes(4, "little")  # declares 1000 bytes
+    message = _refusal(_upload(ada, bytes(archive), filename="m.zip"))
+    assert "damaged" in message and "CRC" in message
+    assert _nothing_stored(artifacts)
