@@ -8,7 +8,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 
-DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/switchyard"
+# The role scripts/setup_database.sh makes: owns the database, is not a superuser.
+DEFAULT_DATABASE_URL = "postgres://switchyard@127.0.0.1:5432/switchyard"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
 

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 
 from audit.services import audit_record
 from integrations.triton.model_config import config_to_dict, validate_model_config
-from models_registry.archive import ArchiveRefused, extract_upload
+from models_registry.archive import ArchiveLimits, ArchiveRefused, extract_upload
 from models_registry.models import Alias, AliasMove, Model, ModelVersion, Team
 from models_registry.signals import version_registered
 from models_registry.storage import blob_remove, manifest_digest, staging_folders, stored_blobs
@@ -160,11 +160,7 @@ def model_version_register(
     call created are removed if the database write fails.
     """
     try:
-        upload = extract_upload(
-            archive,
-            max_files=settings.SWITCHYARD_MAX_ARCHIVE_FILES,
-            max_bytes=settings.SWITCHYARD_MAX_UPLOAD_BYTES,
-        )
+        upload = extract_upload(archive, limits=_archive_limits())
     except ArchiveRefused as exc:
         raise RegistryError(exc.message, errors=[_archive_error(exc)]) from None
     try:
@@ -197,6 +193,15 @@ def model_version_register(
             raise
     finally:
         upload.staging.discard()
+
+
+def _archive_limits() -> ArchiveLimits:
+    return ArchiveLimits(
+        max_entries=settings.SWITCHYARD_MAX_ARCHIVE_FILES,
+        max_unpacked_bytes=settings.SWITCHYARD_MAX_UNPACKED_BYTES,
+        max_ratio=settings.SWITCHYARD_MAX_COMPRESSION_RATIO,
+        max_header_bytes=settings.SWITCHYARD_MAX_ARCHIVE_HEADER_BYTES,
+    )
 
 
 def _archive_error(exc: ArchiveRefused) -> dict:

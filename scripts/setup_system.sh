@@ -48,11 +48,9 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
     || fail "Redis does not answer on 127.0.0.1:6379; start it (redis-server) or set REDIS_URL."
 fi
 
-# The default database (only when DATABASE_URL is not set: a custom one is the user's).
+# The default database and its role `switchyard`, not a superuser (only when DATABASE_URL is
+# not set: a custom one is the user's).
 if [ -z "${DATABASE_URL:-}" ]; then
-  if ! psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='switchyard'" 2>/dev/null | grep -q 1; then
-    say "creating database switchyard"
-    createdb -h 127.0.0.1 -U postgres switchyard \
-      || fail "could not create database 'switchyard' as user postgres on 127.0.0.1; create it or set DATABASE_URL."
-  fi
+  bash "$(dirname "$0")/setup_database.sh" switchyard switchyard \
+    || fail "could not set up role and database 'switchyard' as user postgres on 127.0.0.1; create them or set DATABASE_URL."
 fi

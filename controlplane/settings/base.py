@@ -164,7 +164,15 @@ LOGGING = {
 # and the Triton release configs are checked against (fields newer than it are refused).
 SWITCHYARD_STORAGE_ROOT = env.path("SWITCHYARD_STORAGE_ROOT", default=str(var_dir() / "artifacts"))
 SWITCHYARD_MAX_UPLOAD_BYTES = env.int("SWITCHYARD_MAX_UPLOAD_BYTES", default=4 * 1024**3)
-SWITCHYARD_MAX_ARCHIVE_FILES = env.int("SWITCHYARD_MAX_ARCHIVE_FILES", default=1000)
+SWITCHYARD_MAX_ARCHIVE_FILES = env.int("SWITCHYARD_MAX_ARCHIVE_FILES", default=1000)  # and folders
+# What an accepted archive may unpack to: in all, per byte of the archive (a legitimate model
+# compresses far less than 100:1; a compression bomb far more), and per tar extension header
+# (GNU long name, pax record) or zip member header.
+SWITCHYARD_MAX_UNPACKED_BYTES = env.int("SWITCHYARD_MAX_UNPACKED_BYTES", default=8 * 1024**3)
+SWITCHYARD_MAX_COMPRESSION_RATIO = env.float("SWITCHYARD_MAX_COMPRESSION_RATIO", default=100.0)
+SWITCHYARD_MAX_ARCHIVE_HEADER_BYTES = env.int(
+    "SWITCHYARD_MAX_ARCHIVE_HEADER_BYTES", default=64 * 1024
+)
 # Stored files no version references (deleted versions) and abandoned uploads are removed by
 # a daily sweep once untouched for this long (an upload publishes its blobs before its row).
 SWITCHYARD_STORAGE_SWEEP_GRACE_S = env.float("SWITCHYARD_STORAGE_SWEEP_GRACE_S", default=6 * 3600)

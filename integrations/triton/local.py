@@ -94,18 +94,31 @@ def prepare_backends(install: TritonInstallation, work_dir: Path) -> Path:
     return target.parent
 
 
-def server_environment(install: TritonInstallation) -> dict[str, str]:
-    """Environment for tritonserver so python models run with this interpreter's packages."""
-    env = dict(os.environ)
-    bin_dir = str(Path(sys.executable).parent)
-    env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
+# Model code is untrusted (a python model's initialize() reads os.environ): tritonserver gets
+# only these of the launcher's variables, never DJANGO_SECRET_KEY, DATABASE_URL, REDIS_URL,
+# CELERY_* or SWITCHYARD_*. Locale and time zone are harmless; the CUDA ones pick the GPUs.
+PASSED_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "CUDA_VISIBLE_DEVICES")
+SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+def server_environment(install: TritonInstallation, home: Path) -> dict[str, str]:
+    """A minimal environment for tritonserver and its python stubs (an allowlist).
+
+    PATH starts with this interpreter's bin folder (the stub embeds the first python3);
+    LD_LIBRARY_PATH holds libpython's folder and the wheel's bundled libraries; HOME and
+    TMPDIR are the node's own folder. Nothing else of the launcher's environment passes.
+    """
+    env = {name: os.environ[name] for name in PASSED_VARIABLES if name in os.environ}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), *SYSTEM_PATH])
     libdirs = [
         sysconfig.get_config_var("LIBDIR"),
         str(install.bundled_libs),
-        env.get("LD_LIBRARY_PATH"),
+        os.environ.get("LD_LIBRARY_PATH"),
     ]
     env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in libdirs if p)
-    env.pop("PYTHONPATH", None)
+    tmp = home / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(home), TMPDIR=str(tmp))
     return env
 
 
@@ -339,7 +352,7 @@ def start_node(
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=server_environment(install),
+            env=server_environment(install, node.log_path.parent),
             cwd=node.log_path.parent,
             preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads spawned before exec
         )

@@ -9,11 +9,11 @@ from pathlib import Path
 from tests.exampledata import EXAMPLES
 
 
-def tar_gz(entries: list[tuple]) -> bytes:
+def tar_gz(entries: list[tuple], *, raw: bool = False) -> bytes:
     """entries: (name, bytes) for files, or (name, kind, target) with kind in
-    'dir' | 'symlink' | 'hardlink' | 'chardev' | 'fifo'."""
+    'dir' | 'symlink' | 'hardlink' | 'chardev' | 'fifo'. raw: the tar stream, not gzipped."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+    with tarfile.open(fileobj=buf, mode="w" if raw else "w:gz") as tar:
         for entry in entries:
             name = entry[0]
             info = tarfile.TarInfo(name)
@@ -76,3 +76,22 @@ def register_risk_score_as(model, user, variant: int):
     config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
     archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
     return model_version_register(model=model, archive=archive, actor=user)
+
+
+def tar_gz_with_extension_headers(headers: list[tuple[bytes, int]], entries: list[tuple]) -> bytes:
+    """A .tar.gz whose first member is preceded by raw extension headers: (type, size) each,
+    e.g. (tarfile.GNUTYPE_LONGNAME, 80 MiB). Their content is streamed, never held whole."""
+    import gzip
+
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9) as gz:
+        for kind, size in headers:
+            info = tarfile.TarInfo("././@LongLink")
+            info.type, info.size = kind, size
+            gz.write(info.tobuf(format=tarfile.GNU_FORMAT))
+            block = b"a" * (1024 * 1024)
+            for start in range(0, size, len(block)):
+                gz.write(block[: min(len(block), size - start)])
+            gz.write(bytes(-size % tarfile.BLOCKSIZE))
+        gz.write(tar_gz(entries, raw=True))
+    return buf.getvalue()

@@ -64,7 +64,8 @@ def test_big_files_are_stored_byte_for_byte_under_their_sha256(ada, kind):
 
 
 def test_a_big_file_past_the_unpacked_limit_is_refused_mid_stream(ada, artifacts, settings):
-    settings.SWITCHYARD_MAX_UPLOAD_BYTES = CHUNK + CHUNK // 2  # the zeros compress far below
+    settings.SWITCHYARD_MAX_UNPACKED_BYTES = CHUNK + CHUNK // 2
+    settings.SWITCHYARD_MAX_COMPRESSION_RATIO = 10_000  # the zeros compress far below
     response = _upload(ada, tar_gz([*GOOD, ("1/zeros.bin", bytes(4 * CHUNK))]))
     assert response.status_code == 400, response.content
     assert "unpacks to more than" in response.json()["errors"][0]["message"]
