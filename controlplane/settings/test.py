@@ -1,5 +1,8 @@
 """pytest: real PostgreSQL and Redis, isolated from the demo by Redis db and prefixes."""
 
+import os
+import uuid
+
 from controlplane.env import env
 
 from .base import *  # noqa: F403
@@ -13,6 +16,16 @@ CHANNEL_LAYERS = {
     }
 }
 CELERY_BROKER_URL = REDIS_URL
+# One key prefix per test session, inherited by the processes it starts (daphne, workers), so
+# sign-in counters and tickets of earlier runs never leak into this one.
+os.environ.setdefault("SWITCHYARD_TEST_CACHE_PREFIX", f"switchyard-test-{uuid.uuid4().hex[:12]}")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": os.environ["SWITCHYARD_TEST_CACHE_PREFIX"],
+    }
+}
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="switchyard-test")
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
