@@ -54,6 +54,9 @@ class TokenCreateApi(APIView):
     throttle_scope = "auth"
 
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "TokenCreateInput"
+
         username = serializers.CharField(max_length=150)
         password = serializers.CharField(
             style={"input_type": "password"}, trim_whitespace=False, max_length=4096
@@ -61,6 +64,9 @@ class TokenCreateApi(APIView):
         name = serializers.CharField(max_length=100, required=False, default="API")
 
     class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "TokenCreateOutput"
+
         token = serializers.CharField()
         name = serializers.CharField()
         expires_at = serializers.DateTimeField()
@@ -118,6 +124,9 @@ class WsTicketApi(APIView):
     throttle_scope = "ws-ticket"
 
     class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "WsTicket"
+
         ticket = serializers.CharField()
         expires_at = serializers.DateTimeField()
 
@@ -132,6 +141,9 @@ class MeApi(APIView):
     """GET /api/v1/auth/me/: the signed-in user and their roles."""
 
     class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "Me"
+
         username = serializers.CharField()
         roles = serializers.ListField(child=serializers.CharField())
         is_superuser = serializers.BooleanField()
