@@ -35,6 +35,23 @@ class ApiTokenSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "prefix", "created_at", "expires_at", "last_used_at", "revoked_at"]
 
 
+class _ErrorSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "ErrorItem"
+
+    field = serializers.CharField(required=False)
+    message = serializers.CharField()
+
+
+class ErrorsSerializer(serializers.Serializer):
+    """The contract's error body (API.md): {"errors": [{"field"?, "message"}]}."""
+
+    class Meta:
+        ref_name = "Errors"
+
+    errors = _ErrorSerializer(many=True)
+
+
 def too_many_attempts(retry_after: int) -> Response:
     message = f"Too many failed sign-ins. Try again in {retry_after} s."
     response = errors_response(message, status=status.HTTP_429_TOO_MANY_REQUESTS)
@@ -71,7 +88,10 @@ class TokenCreateApi(APIView):
         name = serializers.CharField()
         expires_at = serializers.DateTimeField()
 
-    @extend_schema(request=InputSerializer, responses={200: OutputSerializer})
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: OutputSerializer, 400: ErrorsSerializer, 429: ErrorsSerializer},
+    )
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -110,7 +130,7 @@ class TokenListApi(ListAPIView):
 class TokenRevokeApi(APIView):
     """DELETE /api/v1/auth/tokens/{id}/: revoke one of the caller's tokens at once (204)."""
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, 404: ErrorsSerializer})
     def delete(self, request, token_id: int):
         token = get_object_or_404(api_tokens_of(user=request.user), pk=token_id)
         api_token_revoke(token=token, actor=request.user)
@@ -130,7 +150,7 @@ class WsTicketApi(APIView):
         ticket = serializers.CharField()
         expires_at = serializers.DateTimeField()
 
-    @extend_schema(request=None, responses={200: OutputSerializer})
+    @extend_schema(request=None, responses={200: OutputSerializer, 429: ErrorsSerializer})
     def post(self, request):
         token = request.auth if isinstance(request.auth, ApiToken) else None
         ticket, expires_at = ws_ticket_create(user=request.user, token=token)
