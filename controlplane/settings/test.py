@@ -28,6 +28,13 @@ CACHES = {
 }
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="switchyard-test")
+# The whole suite signs in from 127.0.0.1 (the API fuzzer too): per-IP limits high enough that
+# one test's failures never throttle the next; tests of throttling set their own limits.
+SWITCHYARD_SIGNIN_MAX_FAILURES_PER_IP = 10_000
+REST_FRAMEWORK = {  # noqa: F405
+    **REST_FRAMEWORK,  # noqa: F405
+    "DEFAULT_THROTTLE_RATES": {"auth": "10000/min", "ws-ticket": "10000/min"},
+}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SWITCHYARD_VAR_DIR = BASE_DIR / "var" / "test"  # noqa: F405
 
