@@ -31,13 +31,16 @@ def _api_ticket(secret: str) -> dict:
     return response.json()
 
 
-def test_a_ticket_from_the_api_opens_one_socket_only(daphne_server, make_user):
+def test_a_ticket_from_the_api_opens_one_socket_only(daphne_server, make_user, tmp_path):
     _, secret = api_token_create(user=make_user("rita"), name="script")
     body = _api_ticket(secret)
     assert set(body) == {"ticket", "expires_at"}
     assert _hello(daphne_server, f"?ticket={body['ticket']}") == {"type": "hello", "user": "rita"}
     with pytest.raises(REFUSED):
         _hello(daphne_server, f"?ticket={body['ticket']}")
+    log = (tmp_path / "daphne.log").read_text()  # the daphne_server fixture's access log
+    assert "WSCONNECT /ws/system/" in log
+    assert body["ticket"] not in log and secret not in log
 
 
 def test_an_expired_ticket_is_refused(daphne_server, make_user, settings):
