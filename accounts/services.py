@@ -5,6 +5,7 @@ import secrets
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
@@ -107,8 +108,6 @@ def ws_ticket_redeem(*, ticket: str) -> tuple[object, int | None] | None:
     value = cache.get(key)
     if value is None or not cache.delete(key):  # delete() is true for one caller only
         return None
-    from django.contrib.auth import get_user_model
-
     user = get_user_model().objects.filter(pk=value["user_id"], is_active=True).first()
     token_id = value["token_id"]
     if user is None:

@@ -13,10 +13,14 @@ from django.core.cache import cache
 
 
 def client_ip(request) -> str:
-    """REMOTE_ADDR, or the header a trusted reverse proxy sets (SWITCHYARD_CLIENT_IP_HEADER)."""
+    """REMOTE_ADDR, or the header a trusted reverse proxy sets (SWITCHYARD_CLIENT_IP_HEADER).
+
+    In a list (X-Forwarded-For) the last address is the one the proxy added; the ones before
+    it come from the client and are not trusted.
+    """
     header = settings.SWITCHYARD_CLIENT_IP_HEADER
     value = request.META.get(header, "") if header else ""
-    return value.split(",")[0].strip() or request.META.get("REMOTE_ADDR", "")
+    return value.split(",")[-1].strip() or request.META.get("REMOTE_ADDR", "")
 
 
 def _window() -> tuple[int, int]:

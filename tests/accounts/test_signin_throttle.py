@@ -116,3 +116,18 @@ def test_the_token_endpoint_is_rate_limited_per_client(ada, ip, settings):
         assert "Retry-After" in response
     finally:
         SimpleRateThrottle.THROTTLE_RATES = {**rates}
+
+
+def test_behind_a_proxy_the_address_it_added_counts_not_the_clients_claim(ada, ip, settings):
+    settings.SWITCHYARD_CLIENT_IP_HEADER = "HTTP_X_FORWARDED_FOR"
+    client = APIClient(REMOTE_ADDR="127.0.0.1")
+    for n in range(5):
+        claimed = f"192.0.2.{n}, {ip}"  # a client-chosen first entry, then the proxy's
+        body = {"username": f"x-{n}-{ada}", "password": "wrong"}
+        response = client.post(
+            "/api/v1/auth/token/", body, format="json", HTTP_X_FORWARDED_FOR=claimed
+        )
+        assert response.status_code == 400
+    body = {"username": ada, "password": f"pw-{ada}"}
+    blocked = client.post("/api/v1/auth/token/", body, format="json", HTTP_X_FORWARDED_FOR=ip)
+    assert blocked.status_code == 429

@@ -149,3 +149,20 @@ def test_the_console_page_revokes_only_own_tokens(client, make_user):
 
 def test_the_plaintext_token_table_is_gone():
     assert "authtoken_token" not in connection.introspection.table_names()
+
+
+def test_a_superuser_revokes_any_token_in_the_admin(client, make_user):
+    make_user("ada")
+    secret = _sign_in("ada")["token"]
+    token = ApiToken.objects.get()
+    client.force_login(make_user("root", superuser=True))
+    listing = client.get("/admin/accounts/apitoken/")
+    assert listing.status_code == 200 and token.prefix.encode() in listing.content
+    assert secret.encode() not in listing.content and token.digest.encode() not in listing.content
+    response = client.post(
+        "/admin/accounts/apitoken/",
+        {"action": "revoke", "_selected_action": [token.pk]},
+    )
+    assert response.status_code == 302
+    assert _client(secret).get("/api/v1/auth/me/").status_code == 401
+    assert AuditEvent.objects.get(action="auth.token_revoked").actor_username == "root"
