@@ -1,8 +1,10 @@
 """Writes of accounts: API tokens (create, use, revoke) and websocket tickets."""
 
 import hashlib
+import logging
 import secrets
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -12,6 +14,8 @@ from django.utils import timezone
 
 from accounts.models import ApiToken
 from audit.services import audit_record
+
+logger = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "sy_"  # noqa: S105 - a public marker, not a secret
 PREFIX_LENGTH = 10
@@ -72,18 +76,22 @@ def api_token_revoke(*, token: ApiToken, actor) -> ApiToken:
         if changed:
             details = {"token_id": token.pk, "name": token.name, "prefix": token.prefix}
             audit_record(actor=actor, action="auth.token_revoked", obj=token.user, details=details)
-    if changed:
-        _close_token_sockets(token.pk)
+            transaction.on_commit(partial(_close_token_sockets, token.pk))
     return token
 
 
 def _close_token_sockets(token_id: int) -> None:
+    """Tell the websockets opened with this token to close (accounts/ws_auth.py)."""
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
     layer = get_channel_layer()
-    if layer is not None:
+    try:
         async_to_sync(layer.group_send)(token_group(token_id), {"type": "auth.revoked"})
+    except Exception:  # the revocation is committed; new connects are refused regardless
+        logger.warning(
+            "Could not close the websockets of revoked token %s", token_id, exc_info=True
+        )
 
 
 def _ticket_key(ticket: str) -> str:
