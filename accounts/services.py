@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiToken
@@ -78,6 +79,14 @@ def api_token_revoke(*, token: ApiToken, actor) -> ApiToken:
             audit_record(actor=actor, action="auth.token_revoked", obj=token.user, details=details)
             transaction.on_commit(partial(_close_token_sockets, token.pk))
     return token
+
+
+def api_tokens_prune() -> int:
+    """Delete tokens expired or revoked more than SWITCHYARD_API_TOKEN_KEEP_DAYS ago."""
+    cutoff = timezone.now() - timedelta(days=settings.SWITCHYARD_API_TOKEN_KEEP_DAYS)
+    old = ApiToken.objects.filter(Q(expires_at__lt=cutoff) | Q(revoked_at__lt=cutoff))
+    deleted, _ = old.delete()
+    return deleted
 
 
 def _close_token_sockets(token_id: int) -> None:

@@ -99,6 +99,8 @@ SWITCHYARD_SIGNIN_WINDOW_S = env.int("SWITCHYARD_SIGNIN_WINDOW_S", default=300)
 SWITCHYARD_CLIENT_IP_HEADER = env.str("SWITCHYARD_CLIENT_IP_HEADER", default="")
 SWITCHYARD_API_TOKEN_TTL_DAYS = env.float("SWITCHYARD_API_TOKEN_TTL_DAYS", default=30.0)
 SWITCHYARD_WS_TICKET_TTL_S = env.int("SWITCHYARD_WS_TICKET_TTL_S", default=60)
+# Expired and revoked tokens stay listed this long (who had access, for reviews), then go.
+SWITCHYARD_API_TOKEN_KEEP_DAYS = env.int("SWITCHYARD_API_TOKEN_KEEP_DAYS", default=90)
 LOGIN_REDIRECT_URL = "console:home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -173,6 +175,12 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Every 10 s, like reconcile: a node added to (or changed in) a cluster gets traffic from
     # the running router soon after reconcile has loaded its models; a no-op reads one file.
     "releases-routers-sync": {"task": "releases.routers_sync", "schedule": 10.0},
+}
+
+# Daily: tokens are kept for days after they end, so a day's lag in deleting is harmless.
+CELERY_BEAT_SCHEDULE["accounts-tokens-prune"] = {
+    "task": "accounts.tokens_prune",
+    "schedule": 24 * 3600.0,
 }
 
 # How long /healthz waits for a Celery worker to answer a ping.

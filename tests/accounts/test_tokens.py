@@ -166,3 +166,24 @@ def test_a_superuser_revokes_any_token_in_the_admin(client, make_user):
     assert response.status_code == 302
     assert _client(secret).get("/api/v1/auth/me/").status_code == 401
     assert AuditEvent.objects.get(action="auth.token_revoked").actor_username == "root"
+
+
+def test_tokens_ended_long_ago_are_pruned_daily(make_user, settings):
+    from accounts.tasks import tokens_prune
+
+    settings.SWITCHYARD_API_TOKEN_KEEP_DAYS = 90
+    make_user("ada")
+    for _ in range(4):
+        _sign_in("ada")
+    long_ago = timezone.now() - timedelta(days=91)
+    recently = timezone.now() - timedelta(days=89)
+    expired_long_ago, revoked_long_ago, revoked_recently, active = ApiToken.objects.all()
+    ApiToken.objects.filter(pk=expired_long_ago.pk).update(expires_at=long_ago)
+    ApiToken.objects.filter(pk=revoked_long_ago.pk).update(revoked_at=long_ago)
+    ApiToken.objects.filter(pk=revoked_recently.pk).update(revoked_at=recently)
+    assert tokens_prune() == 2
+    assert set(ApiToken.objects.values_list("pk", flat=True)) == {revoked_recently.pk, active.pk}
+    assert tokens_prune() == 0
+    assert "accounts.tokens_prune" in {
+        entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()
+    }
