@@ -3,7 +3,7 @@
 Everything real and loopback: 2 Triton nodes with the risk_score example (version 2)
 loaded, a throwaway PostgreSQL test database with the cluster and nodes registered, daphne
 serving the ASGI app, `manage.py run_collector --interval 1` as its own process, and a
-websocket client (DRF token) on /ws/clusters/<name>/. Each round waits until the version's
+websocket client (single-use ticket) on /ws/clusters/<name>/. Each round waits until the version's
 rate is back to 0 plus a random part of a scrape interval, sends ONE inference request
 (t0 = just before sending) to one node, and takes the arrival of the first point with
 request_rate > 0 for that version (any node's or the cluster aggregate). Prints n, p50,
@@ -85,10 +85,9 @@ def wait_http(port: int, path: str, proc: subprocess.Popen, log: Path) -> None:
     sys.exit(f"{proc.args}: no answer after 30 s\n{log.read_text(errors='replace')[-3000:]}")
 
 
-def setup_database(nodes) -> str:
-    """Register the cluster and nodes; a websocket token of a fresh user."""
+def setup_database(nodes):
+    """Register the cluster and nodes; the fresh user whose websocket ticket the bench uses."""
     from django.contrib.auth import get_user_model
-    from rest_framework.authtoken.models import Token
 
     from deployments.services import cluster_create, node_create
 
@@ -103,7 +102,7 @@ def setup_database(nodes) -> str:
             grpc_url=node.grpc_url,
             metrics_url=node.metrics_url,
         )
-    return Token.objects.create(user=user).key
+    return user
 
 
 def load_model(nodes) -> bytes:
@@ -214,6 +213,7 @@ def main(rounds: int) -> None:
     from django.db import connection
     from websockets.sync.client import connect
 
+    from accounts.services import ws_ticket_create
     from integrations.triton.local import free_ports, start_cluster
 
     test_db = connection.creation.create_test_db(verbosity=0, autoclobber=True)
@@ -222,7 +222,7 @@ def main(rounds: int) -> None:
             work = Path(tmp)
             fleet = stack.enter_context(start_cluster(2, work, metrics_interval_ms=1000))
             body = load_model(fleet.nodes)
-            token = setup_database(fleet.nodes)
+            user = setup_database(fleet.nodes)
             connection.close()  # the children use the database; this process is done with it
             (port,) = free_ports(1)
             app = "controlplane.asgi:application"
@@ -233,7 +233,8 @@ def main(rounds: int) -> None:
                 ["manage.py", "run_collector", "--interval", str(INTERVAL_S)], work / "c"
             )
             stack.callback(stop, collector)
-            url = f"ws://127.0.0.1:{port}/ws/clusters/{CLUSTER}/?token={token}"
+            ticket, _ = ws_ticket_create(user=user, token=None)
+            url = f"ws://127.0.0.1:{port}/ws/clusters/{CLUSTER}/?ticket={ticket}"
             ws = stack.enter_context(connect(url, origin=f"http://127.0.0.1:{port}"))
             if json.loads(ws.recv(timeout=10))["type"] != "hello":
                 sys.exit("no hello from the websocket")

@@ -1,14 +1,31 @@
-"""/healthz for load balancers and people: JSON, 200 when healthy, 503 when not."""
+"""/healthz for load balancers and people: JSON, 200 when healthy, 503 when not.
+
+Anonymous callers get the status only; signed-in users also get each check's detail
+(hosts, driver errors), which would otherwise tell strangers about the deployment.
+"""
 
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from accounts.services import api_token_use
 from console.health import system_health
+
+
+def _signed_in(request) -> bool:
+    """A session user, or a script sending `Authorization: Token <token>`."""
+    if request.user.is_authenticated:
+        return True
+    keyword, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    token = api_token_use(secret=secret.strip()) if keyword == "Token" and secret else None
+    return token is not None and token.user.is_active
 
 
 @never_cache
 @require_GET
 def healthz(request):
     health = system_health()
-    return JsonResponse(health, status=200 if health["status"] == "ok" else 503)
+    status = 200 if health["status"] == "ok" else 503
+    if not _signed_in(request):
+        return JsonResponse({"status": health["status"]}, status=status)
+    return JsonResponse(health, status=status)

@@ -6,6 +6,7 @@ from console import (
     registry_views,
     release_views,
     telemetry_views,
+    token_views,
     views,
 )
 
@@ -14,6 +15,8 @@ app_name = "console"
 urlpatterns = [
     path("", views.home, name="home"),
     path("health/panel/", views.health_panel, name="health-panel"),
+    path("account/tokens/", token_views.token_list, name="token-list"),
+    path("account/tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token-revoke"),
     path("models/", registry_views.model_list, name="model-list"),
     path("models/new/", registry_views.model_create, name="model-create"),
     path("models/<str:name>/", registry_views.model_detail, name="model-detail"),

@@ -10,7 +10,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from accounts.ws_auth import TokenOrSessionAuthMiddlewareStack  # noqa: E402
+from accounts.ws_auth import TicketOrSessionAuthMiddlewareStack  # noqa: E402
 from controlplane.body_limit import BodyLimitMiddleware  # noqa: E402
 from controlplane.routing import websocket_urlpatterns  # noqa: E402
 
@@ -18,7 +18,7 @@ application = ProtocolTypeRouter(
     {
         "http": BodyLimitMiddleware(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(
-            TokenOrSessionAuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            TicketOrSessionAuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
     }
 )

@@ -1,8 +1,15 @@
 """Settings shared by every environment; values come from environment variables."""
 
-from controlplane.env import BASE_DIR, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, env, var_dir
+from controlplane.env import (
+    BASE_DIR,
+    DEFAULT_DATABASE_URL,
+    DEFAULT_REDIS_URL,
+    DEV_SECRET_KEY,
+    env,
+    var_dir,
+)
 
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-dev-only-key-change-me")
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=DEV_SECRET_KEY)
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
@@ -18,7 +25,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "channels",
     "django_celery_beat",
@@ -70,12 +76,31 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default=DEFAULT_REDIS_URL)
+# Shared by every process: sign-in failure counters, API throttles, websocket tickets.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="switchyard"),
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
+# Sign-in and tokens (docs/SECURITY.md): failed sign-ins per username and per client IP in a
+# window before sign-ins are refused with 429; the client IP comes from REMOTE_ADDR unless a
+# reverse proxy that overwrites it sets this header (e.g. HTTP_X_REAL_IP).
+SWITCHYARD_SIGNIN_MAX_FAILURES_PER_USER = env.int("SWITCHYARD_SIGNIN_MAX_FAILURES_PER_USER", 5)
+SWITCHYARD_SIGNIN_MAX_FAILURES_PER_IP = env.int("SWITCHYARD_SIGNIN_MAX_FAILURES_PER_IP", 20)
+SWITCHYARD_SIGNIN_WINDOW_S = env.int("SWITCHYARD_SIGNIN_WINDOW_S", default=300)
+SWITCHYARD_CLIENT_IP_HEADER = env.str("SWITCHYARD_CLIENT_IP_HEADER", default="")
+SWITCHYARD_API_TOKEN_TTL_DAYS = env.float("SWITCHYARD_API_TOKEN_TTL_DAYS", default=30.0)
+SWITCHYARD_WS_TICKET_TTL_S = env.int("SWITCHYARD_WS_TICKET_TTL_S", default=60)
+# Expired and revoked tokens stay listed this long (who had access, for reviews), then go.
+SWITCHYARD_API_TOKEN_KEEP_DAYS = env.int("SWITCHYARD_API_TOKEN_KEEP_DAYS", default=90)
 LOGIN_REDIRECT_URL = "console:home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -99,12 +124,17 @@ STATICFILES_FINDERS = [
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "accounts.errors.api_exception_handler",
+    # Per client IP (anonymous) or user: the token endpoint and websocket tickets.
+    "DEFAULT_THROTTLE_RATES": {
+        "auth": env.str("SWITCHYARD_AUTH_RATE", default="30/min"),
+        "ws-ticket": env.str("SWITCHYARD_WS_TICKET_RATE", default="120/min"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Switchyard API",
@@ -145,6 +175,12 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Every 10 s, like reconcile: a node added to (or changed in) a cluster gets traffic from
     # the running router soon after reconcile has loaded its models; a no-op reads one file.
     "releases-routers-sync": {"task": "releases.routers_sync", "schedule": 10.0},
+}
+
+# Daily: tokens are kept for days after they end, so a day's lag in deleting is harmless.
+CELERY_BEAT_SCHEDULE["accounts-tokens-prune"] = {
+    "task": "accounts.tokens_prune",
+    "schedule": 24 * 3600.0,
 }
 
 # How long /healthz waits for a Celery worker to answer a ping.

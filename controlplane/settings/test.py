@@ -1,5 +1,8 @@
 """pytest: real PostgreSQL and Redis, isolated from the demo by Redis db and prefixes."""
 
+import os
+import uuid
+
 from controlplane.env import env
 
 from .base import *  # noqa: F403
@@ -13,8 +16,25 @@ CHANNEL_LAYERS = {
     }
 }
 CELERY_BROKER_URL = REDIS_URL
+# One key prefix per test session, inherited by the processes it starts (daphne, workers), so
+# sign-in counters and tickets of earlier runs never leak into this one.
+os.environ.setdefault("SWITCHYARD_TEST_CACHE_PREFIX", f"switchyard-test-{uuid.uuid4().hex[:12]}")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": os.environ["SWITCHYARD_TEST_CACHE_PREFIX"],
+    }
+}
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="switchyard-test")
+# The whole suite signs in from 127.0.0.1 (the API fuzzer too): per-IP limits high enough that
+# one test's failures never throttle the next; tests of throttling set their own limits.
+SWITCHYARD_SIGNIN_MAX_FAILURES_PER_IP = 10_000
+REST_FRAMEWORK = {  # noqa: F405
+    **REST_FRAMEWORK,  # noqa: F405
+    "DEFAULT_THROTTLE_RATES": {"auth": "10000/min", "ws-ticket": "10000/min"},
+}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SWITCHYARD_VAR_DIR = BASE_DIR / "var" / "test"  # noqa: F405
 

@@ -5,10 +5,10 @@ import json
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from rest_framework.authtoken.models import Token
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from accounts.services import ws_ticket_create
 from console.events import SYSTEM_GROUP, system_event
 from tests.conftest import in_thread
 
@@ -21,8 +21,8 @@ def _recv(ws) -> dict:
 
 def test_message_round_trips_through_the_redis_channel_layer(daphne_server, make_user):
     user = make_user("rita", role="release-managers")
-    token = Token.objects.create(user=user)
-    url = f"ws://{daphne_server}/ws/system/?token={token.key}"
+    ticket, _ = ws_ticket_create(user=user, token=None)
+    url = f"ws://{daphne_server}/ws/system/?ticket={ticket}"
     with connect(url, origin=f"http://{daphne_server}") as ws:
         assert _recv(ws) == {"type": "hello", "user": "rita"}
 
@@ -42,8 +42,8 @@ def test_anonymous_websocket_is_refused(daphne_server):
             ws.recv(timeout=10)
 
 
-def test_bad_token_is_refused(daphne_server):
-    url = f"ws://{daphne_server}/ws/system/?token=not-a-token"
+def test_bad_ticket_is_refused(daphne_server):
+    url = f"ws://{daphne_server}/ws/system/?ticket=not-a-ticket"
     with pytest.raises((InvalidStatus, ConnectionClosed)):
         with connect(url, origin=f"http://{daphne_server}") as ws:
             ws.recv(timeout=10)

@@ -7,10 +7,10 @@ import time
 import uuid
 
 import pytest
-from rest_framework.authtoken.models import Token
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from accounts.services import ws_ticket_create
 from integrations.triton.local import start_cluster
 from telemetry.collector import Collector, ScrapeSource, Target
 from tests.conftest import in_thread
@@ -36,9 +36,9 @@ def test_websocket_client_gets_a_point_with_traffic_for_the_right_version_within
     nodes = triton_cluster.nodes
     name = f"live_{uuid.uuid4().hex[:8]}"
     db_cluster(name.replace("_", "-"), nodes)
-    token = Token.objects.create(user=make_user("olga", role="release-managers"))
+    ticket, _ = ws_ticket_create(user=make_user("olga", role="release-managers"), token=None)
     config = load_example(nodes, example="risk_score", name=name, versions=[1, 2])
-    url = f"ws://{daphne_server}/ws/clusters/{name.replace('_', '-')}/?token={token.key}"
+    url = f"ws://{daphne_server}/ws/clusters/{name.replace('_', '-')}/?ticket={ticket}"
     try:
         with (
             traffic(nodes, name, config, version="2", rps=30),
@@ -99,8 +99,8 @@ def test_anonymous_live_websocket_is_refused(daphne_server, path):
 
 
 def test_unknown_cluster_is_refused_for_a_signed_in_user(daphne_server, make_user):
-    token = Token.objects.create(user=make_user("olga"))
-    url = f"ws://{daphne_server}/ws/clusters/nope/?token={token.key}"
+    ticket, _ = ws_ticket_create(user=make_user("olga"), token=None)
+    url = f"ws://{daphne_server}/ws/clusters/nope/?ticket={ticket}"
     with pytest.raises((InvalidStatus, ConnectionClosed)):
         with connect(url, origin=f"http://{daphne_server}") as ws:
             ws.recv(timeout=10)
