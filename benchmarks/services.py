@@ -269,8 +269,16 @@ def benchmark_import(*, version: ModelVersion, fmt: str, data: bytes, file_name:
 
 
 def benchmark_gate_check(*, version: ModelVersion, required: bool) -> None:
-    """Raise BenchmarkGateError when a passing benchmark is required and `version` has none."""
-    if required and not selectors.version_has_passing_benchmark(version):
+    """Raise BenchmarkGateError when a passing benchmark is required and `version` has none.
+
+    Imported results count only when SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS is set.
+    """
+    accept_imported = settings.SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS
+    if required and not selectors.version_has_passing_benchmark(
+        version, accept_imported=accept_imported
+    ):
+        how = "run one or import one" if accept_imported else "run one on a staging cluster"
+        note = "" if accept_imported else " (imported results do not count)"
         raise BenchmarkGateError(
-            f"v{version.version} has no passing benchmark: run one or import one before releasing"
+            f"v{version.version} has no passing benchmark{note}: {how} before releasing"
         )
