@@ -4,6 +4,26 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+def members_from_authors(apps, schema_editor):
+    """Existing teams start with the users who registered their models or versions, so that
+    no one who wrote a team's models before ownership existed is locked out of them."""
+    Team = apps.get_model("models_registry", "Team")
+    Model = apps.get_model("models_registry", "Model")
+    ModelVersion = apps.get_model("models_registry", "ModelVersion")
+    for team in Team.objects.all():
+        authors = set(
+            Model.objects.filter(team=team, created_by__isnull=False).values_list(
+                "created_by", flat=True
+            )
+        )
+        authors |= set(
+            ModelVersion.objects.filter(model__team=team, created_by__isnull=False).values_list(
+                "created_by", flat=True
+            )
+        )
+        team.members.add(*authors)
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("models_registry", "0001_initial"),
@@ -18,4 +38,5 @@ class Migration(migrations.Migration):
                 blank=True, related_name="teams", to=settings.AUTH_USER_MODEL
             ),
         ),
+        migrations.RunPython(members_from_authors, migrations.RunPython.noop),
     ]
