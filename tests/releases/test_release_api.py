@@ -188,7 +188,7 @@ def test_imported_results_satisfy_the_gate_when_the_setting_allows(setup, settin
     assert response.status_code == 201, response.content
 
 
-def test_a_release_records_the_sla_it_starts_with(setup):
+def test_a_release_records_the_sla_it_starts_with(setup, client):
     from models_registry.services import model_update
 
     model_update(model=setup["versions"][0].model, actor=setup["ada"], sla={"p99_latency_ms": 40})
@@ -197,3 +197,8 @@ def test_a_release_records_the_sla_it_starts_with(setup):
     )
     release = Release.objects.get(pk=response.json()["id"])
     assert release.sla["p99_latency_ms"] == 40 and release.sla["min_success_rate"] is None
+    # The cockpit draws the recorded SLA, whatever the live model says now.
+    type(release.model).objects.filter(pk=release.model_id).update(sla_p99_latency_ms=7)
+    client.force_login(setup["ada"])
+    page = client.get(f"/releases/{release.pk}/").content.decode()
+    assert "p99_latency_ms&quot;: 40.0" in page and "p99_latency_ms&quot;: 7.0" not in page
