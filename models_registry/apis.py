@@ -66,13 +66,15 @@ class MemberOutputSerializer(serializers.Serializer):
     username = serializers.CharField()
 
 
+class TeamMemberInputSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+
+
 class TeamMembersApi(APIView):
     """GET, POST /api/v1/teams/{name}/members/ {"username"}: everyone reads; superusers add."""
 
     permission_classes = [IsAuthenticated]
-
-    class InputSerializer(serializers.Serializer):
-        username = serializers.CharField(max_length=150)
+    InputSerializer = TeamMemberInputSerializer
 
     @extend_schema(responses={200: MemberOutputSerializer(many=True)})
     def get(self, request, name):
