@@ -174,7 +174,9 @@ def model_update(
     while a release of the model is active.
     """
     with transaction.atomic():
-        model = Model.objects.select_for_update().select_related("team").get(pk=model.pk)
+        model = (
+            Model.objects.select_for_update(of=("self",)).select_related("team").get(pk=model.pk)
+        )
         team_write_check(actor=actor, team=model.team, what=f"Changing model '{model.name}'")
         before = {
             "sla": model.sla,
