@@ -65,6 +65,7 @@ def child_register(archive: str, storage: str, model_name: str) -> dict:
 
     user, _ = get_user_model().objects.get_or_create(username="bench")
     team, _ = Team.objects.get_or_create(name="bench")
+    team.members.add(user)  # only a team's members upload its versions
     model, _ = Model.objects.get_or_create(name=model_name, team=team)
     from models_registry.services import model_version_register
 

@@ -29,11 +29,14 @@ def latest_finished(*, version: ModelVersion) -> BenchmarkRun | None:
     return version_benchmarks(version=version).filter(status=BenchmarkRun.Status.SUCCEEDED).first()
 
 
-def version_has_passing_benchmark(version: ModelVersion) -> bool:
-    """True when any succeeded run or import of this version passed its verdict."""
-    return BenchmarkRun.objects.filter(
+def version_has_passing_benchmark(version: ModelVersion, *, accept_imported: bool = False) -> bool:
+    """True when a succeeded run (or, if accepted, import) of this version passed its verdict."""
+    runs = BenchmarkRun.objects.filter(
         version=version, status=BenchmarkRun.Status.SUCCEEDED, verdict__passed=True
-    ).exists()
+    )
+    if not accept_imported:
+        runs = runs.filter(source=BenchmarkRun.Source.RUN)
+    return runs.exists()
 
 
 def production_version(*, version: ModelVersion) -> ModelVersion | None:

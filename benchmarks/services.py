@@ -23,6 +23,7 @@ from deployments.models import TritonCluster, TritonNode
 from integrations.triton.errors import TritonError
 from integrations.triton.inputs import generate_inputs
 from models_registry.models import ModelVersion
+from models_registry.services import RegistryError, team_write_check
 
 logger = logging.getLogger(__name__)
 Status = BenchmarkRun.Status
@@ -58,6 +59,14 @@ def _check_load(concurrency: Sequence[int], duration_s: float) -> None:
         )
 
 
+def _owner_check(actor, version: ModelVersion, what: str) -> None:
+    """Benchmarks are a version's evidence: only its team's members (and superusers) add them."""
+    try:
+        team_write_check(actor=actor, team=version.model.team, what=what)
+    except RegistryError as exc:
+        raise BenchmarkError(exc.message, status=403) from None
+
+
 def _node_of(cluster: TritonCluster) -> TritonNode:
     if cluster.environment != TritonCluster.Environment.STAGING:
         raise BenchmarkError(
@@ -83,6 +92,7 @@ def benchmark_create(
     enqueue: bool = True,
 ) -> BenchmarkRun:
     """A pending benchmark of `version` on a staging node, queued after commit; audited."""
+    _owner_check(actor, version, f"Benchmarking '{version.model.name}'")
     _check_load(concurrency, duration_s)
     node = _node_of(cluster)
     try:  # the request shape must be valid before anything is queued
@@ -210,6 +220,7 @@ def benchmark_run(*, run_id: int) -> BenchmarkRun:
 
 def benchmark_cancel(*, run: BenchmarkRun, actor) -> BenchmarkRun:
     """Ask a pending or running benchmark to stop (the runner checks between requests)."""
+    _owner_check(actor, run.version, f"Cancelling a benchmark of '{run.version.model.name}'")
     with transaction.atomic():
         run = BenchmarkRun.objects.select_for_update().get(pk=run.pk)
         if run.is_finished:
@@ -227,6 +238,7 @@ def benchmark_cancel(*, run: BenchmarkRun, actor) -> BenchmarkRun:
 
 def benchmark_import(*, version: ModelVersion, fmt: str, data: bytes, file_name: str, actor):
     """Attach perf_analyzer or Model Analyzer results to a version, with a verdict; audited."""
+    _owner_check(actor, version, f"Importing results of '{version.model.name}'")
     parser = importers.PARSERS.get(fmt)
     if parser is None:
         raise BenchmarkError(f"Unknown format {fmt!r}: use {', '.join(importers.PARSERS)}.")
@@ -257,8 +269,16 @@ def benchmark_import(*, version: ModelVersion, fmt: str, data: bytes, file_name:
 
 
 def benchmark_gate_check(*, version: ModelVersion, required: bool) -> None:
-    """Raise BenchmarkGateError when a passing benchmark is required and `version` has none."""
-    if required and not selectors.version_has_passing_benchmark(version):
+    """Raise BenchmarkGateError when a passing benchmark is required and `version` has none.
+
+    Imported results count only when SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS is set.
+    """
+    accept_imported = settings.SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS
+    if required and not selectors.version_has_passing_benchmark(
+        version, accept_imported=accept_imported
+    ):
+        how = "run one or import one" if accept_imported else "run one on a staging cluster"
+        note = "" if accept_imported else " (imported results do not count)"
         raise BenchmarkGateError(
-            f"v{version.version} has no passing benchmark: run one or import one before releasing"
+            f"v{version.version} has no passing benchmark{note}: {how} before releasing"
         )

@@ -14,11 +14,14 @@ from benchmarks.models import BenchmarkRun
 from benchmarks.services import BenchmarkError
 from deployments.selectors import cluster_get
 from models_registry.models import ModelVersion
-from models_registry.selectors import model_version_or_404
+from models_registry.selectors import model_version_or_404, user_owns_model
 
 
-def _can_benchmark(user) -> bool:
-    return user_has_role(user, Role.ALGORITHM.value)
+def _can_benchmark(user, version: ModelVersion) -> bool:
+    """The algorithm role and membership of the version's team (superusers: always)."""
+    return user_has_role(user, Role.ALGORITHM.value) and user_owns_model(
+        user=user, model=version.model
+    )
 
 
 def _chart_data(version: ModelVersion, latest: BenchmarkRun | None) -> dict:
@@ -41,7 +44,7 @@ def benchmark_context(user, version: ModelVersion) -> dict:
         "bench_latest": latest,
         "bench_chart": _chart_data(version, latest),
         "bench_clusters": selectors.staging_clusters(),
-        "bench_can_write": _can_benchmark(user),
+        "bench_can_write": _can_benchmark(user, version),
     }
 
 
@@ -61,8 +64,8 @@ def _levels(text: str) -> list[int]:
 @require_POST
 def benchmark_start(request, name, version):
     found = model_version_or_404(model_name=name, version=version)
-    if not _can_benchmark(request.user):
-        raise PermissionDenied("Running benchmarks needs the algorithm role.")
+    if not _can_benchmark(request.user, found):
+        raise PermissionDenied("Running benchmarks needs the algorithm role in the model's team.")
     cluster = cluster_get(name=request.POST.get("cluster", ""))
     try:
         if cluster is None:
@@ -97,8 +100,8 @@ def benchmark_cancel(request, run_id):
     run = selectors.benchmark_get(run_id=run_id)
     if run is None:
         raise Http404(f"No benchmark {run_id}.")
-    if not _can_benchmark(request.user):
-        raise PermissionDenied("Cancelling benchmarks needs the algorithm role.")
+    if not _can_benchmark(request.user, run.version):
+        raise PermissionDenied("Cancelling needs the algorithm role in the model's team.")
     try:
         services.benchmark_cancel(run=run, actor=request.user)
     except BenchmarkError as exc:
@@ -110,8 +113,8 @@ def benchmark_cancel(request, run_id):
 @require_POST
 def benchmark_import(request, name, version):
     found = model_version_or_404(model_name=name, version=version)
-    if not _can_benchmark(request.user):
-        raise PermissionDenied("Importing benchmarks needs the algorithm role.")
+    if not _can_benchmark(request.user, found):
+        raise PermissionDenied("Importing benchmarks needs the algorithm role in the model's team.")
     upload = request.FILES.get("file")
     try:
         if upload is None:

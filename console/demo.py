@@ -45,6 +45,8 @@ def demo_logins() -> list[dict]:
     return json.loads(demo_logins_path().read_text())
 
 
+# The algorithm user writes the demo teams' models (team ownership: docs/SECURITY.md).
+DEMO_TEAM_MEMBERS = ("ada",)
 EXAMPLES = settings.BASE_DIR / "examples" / "model_repository"
 DEMO_MODELS = (
     # (model, team, description, tags, sla, [(variant folder, label, notes)])
@@ -139,12 +141,15 @@ def demo_models_register(*, actor) -> list:
         model_create,
         model_version_register,
         team_create,
+        team_member_add,
     )
 
     first = []
     for name, team, description, tags, sla, variants in DEMO_MODELS:
-        if not Team.objects.filter(name=team).exists():
-            team_create(name=team, actor=actor)
+        team_obj = Team.objects.filter(name=team).first() or team_create(name=team, actor=actor)
+        for member in DEMO_TEAM_MEMBERS:
+            if get_user_model().objects.filter(username=member).exists():
+                team_member_add(team=team_obj, username=member, actor=actor)
         model = Model.objects.filter(name=name).first()
         if model is None:
             model = model_create(

@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
 from console.benchmark_views import benchmark_context
@@ -18,13 +19,20 @@ from models_registry import selectors, services
 from models_registry.services import RegistryError
 
 
-def _can_write(user) -> bool:
-    return user_has_role(user, Role.ALGORITHM.value)
+def _can_write(user, model=None) -> bool:
+    """The algorithm role, and for one model membership of its team (superusers: always)."""
+    if not user_has_role(user, Role.ALGORITHM.value):
+        return False
+    return model is None or selectors.user_owns_model(user=user, model=model)
 
 
-def _require_writer(user) -> None:
-    if not _can_write(user):
+def _require_writer(user, model=None) -> None:
+    if not user_has_role(user, Role.ALGORITHM.value):
         raise PermissionDenied("Registering models needs the algorithm role.")
+    if model is not None and not selectors.user_owns_model(user=user, model=model):
+        raise PermissionDenied(
+            f"Changing model '{model.name}' needs membership of team '{model.team.name}'."
+        )
 
 
 def _model_or_404(name: str):
@@ -82,6 +90,8 @@ def model_create(request):
                 actor=request.user,
             )
         except RegistryError as exc:
+            if exc.status == 403:
+                raise PermissionDenied(exc.message) from None
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
             messages.success(request, f"Model {model.name} created. Upload its first version.")
@@ -105,12 +115,12 @@ def model_detail(request, name):
     model = _model_or_404(name)
     sla_form = SlaForm(request.POST or None, initial=model.sla)
     if request.method == "POST":
-        _require_writer(request.user)
+        _require_writer(request.user, model)
         if sla_form.is_valid():
             try:
                 services.model_update(model=model, actor=request.user, sla=sla_form.cleaned_data)
             except RegistryError as exc:
-                sla_form.add_error(None, exc.message)
+                sla_form.add_error(None, exc.message)  # a 409 (release running) shows here
             else:
                 messages.success(request, "SLA saved.")
                 return redirect("console:model-detail", name=name)
@@ -128,7 +138,9 @@ def model_detail(request, name):
         "live_where": live_where,
         "alias_moves": selectors.alias_history(model=model)[:20],
         "sla_form": sla_form,
-        "can_write": _can_write(request.user),
+        "can_write": _can_write(request.user, model),
+        "members": selectors.team_members(team=model.team),
+        "can_manage_members": request.user.is_superuser,
     }
     return render(request, "console/models/detail.html", context)
 
@@ -136,7 +148,7 @@ def model_detail(request, name):
 @login_required
 def model_upload(request, name):
     model = _model_or_404(name)
-    _require_writer(request.user)
+    _require_writer(request.user, model)
     context = {
         "model": model,
         "upload_url": reverse("api-model-versions", kwargs={"name": name}),
@@ -194,3 +206,36 @@ def version_detail(request, name, version):
         **benchmark_context(request.user, found),
     }
     return render(request, "console/models/version.html", context)
+
+
+@login_required
+@require_POST
+def team_member_add(request, name):
+    """Superusers add a member to a model's team from the model page; audited by the service."""
+    model = _model_or_404(name)
+    if not request.user.is_superuser:
+        raise PermissionDenied("Managing team members is for superusers.")
+    username = request.POST.get("username", "").strip()
+    try:
+        services.team_member_add(team=model.team, username=username, actor=request.user)
+    except RegistryError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"{username} is a member of team {model.team.name}.")
+    return redirect(f"{reverse('console:model-detail', args=[name])}#members")
+
+
+@login_required
+@require_POST
+def team_member_remove(request, name, username):
+    """Superusers remove a member of a model's team from the model page."""
+    model = _model_or_404(name)
+    if not request.user.is_superuser:
+        raise PermissionDenied("Managing team members is for superusers.")
+    try:
+        services.team_member_remove(team=model.team, username=username, actor=request.user)
+    except RegistryError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"{username} left team {model.team.name}.")
+    return redirect(f"{reverse('console:model-detail', args=[name])}#members")

@@ -130,7 +130,7 @@ def _cockpit_context(request, release) -> dict:
                 ("success_rate", "success_vs_baseline"),
             )
         },
-        "sla": release.model.sla,
+        "sla": release.sla,
     }
     return {
         "release": release,

@@ -22,6 +22,16 @@ urlpatterns = [
     path("models/<str:name>/", registry_views.model_detail, name="model-detail"),
     path("models/<str:name>/upload/", registry_views.model_upload, name="model-upload"),
     path(
+        "models/<str:name>/members/add/",
+        registry_views.team_member_add,
+        name="team-member-add",
+    ),
+    path(
+        "models/<str:name>/members/<str:username>/remove/",
+        registry_views.team_member_remove,
+        name="team-member-remove",
+    ),
+    path(
         "models/<str:name>/versions/<int:version>/",
         registry_views.version_detail,
         name="model-version",

@@ -5,6 +5,7 @@ from django.http import FileResponse, Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,7 +16,15 @@ from models_registry.services import Provenance, RegistryError
 
 
 def _refused(exc: RegistryError, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
-    return Response({"errors": exc.errors}, status=code)
+    """The error answer: the service's own status (403 not a member, 409) before `code`."""
+    return Response({"errors": exc.errors}, status=exc.status or code)
+
+
+def _team_or_404(name: str):
+    team = selectors.team_get(name=name)
+    if team is None:
+        raise Http404(f"No team named '{name}'.")
+    return team
 
 
 def _model_or_404(name: str):
@@ -51,6 +60,58 @@ class TeamListCreateApi(APIView):
         except RegistryError as exc:
             return _refused(exc)
         return Response(TeamOutputSerializer(team).data, status=status.HTTP_201_CREATED)
+
+
+class MemberOutputSerializer(serializers.Serializer):
+    username = serializers.CharField()
+
+
+class TeamMemberInputSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+
+
+class TeamMembersApi(APIView):
+    """GET, POST /api/v1/teams/{name}/members/ {"username"}: everyone reads; superusers add."""
+
+    permission_classes = [IsAuthenticated]
+    InputSerializer = TeamMemberInputSerializer
+
+    @extend_schema(responses={200: MemberOutputSerializer(many=True)})
+    def get(self, request, name):
+        members = selectors.team_members(team=_team_or_404(name))
+        return Response(MemberOutputSerializer(members, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: MemberOutputSerializer(many=True)})
+    def post(self, request, name):
+        team = _team_or_404(name)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            services.team_member_add(
+                team=team, username=data.validated_data["username"], actor=request.user
+            )
+        except RegistryError as exc:
+            return _refused(exc)
+        members = selectors.team_members(team=team)
+        return Response(
+            MemberOutputSerializer(members, many=True).data, status=status.HTTP_201_CREATED
+        )
+
+
+class TeamMemberApi(APIView):
+    """DELETE /api/v1/teams/{name}/members/{username}/: superusers remove a member."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, name, username):
+        try:
+            services.team_member_remove(
+                team=_team_or_404(name), username=username, actor=request.user
+            )
+        except RegistryError as exc:
+            return _refused(exc)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class SlaSerializer(serializers.Serializer):
@@ -191,6 +252,12 @@ class VersionListCreateApi(APIView):
     @extend_schema(request=InputSerializer, responses={201: VersionSummarySerializer})
     def post(self, request, name):
         model = _model_or_404(name)
+        try:  # before the body is read: an outsider's upload is not even parsed
+            services.team_write_check(
+                actor=request.user, team=model.team, what=f"Uploading a version of '{name}'"
+            )
+        except RegistryError as exc:
+            return _refused(exc)
         limit = settings.SWITCHYARD_MAX_UPLOAD_BYTES
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
             message = f"The upload is larger than the limit of {limit} bytes."

@@ -25,6 +25,8 @@ alias_validator = RegexValidator(
 
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True, validators=[team_name_validator])
+    # Only members (and superusers) write the team's models, versions, aliases and SLA.
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="teams", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -10,6 +10,27 @@ def team_list() -> QuerySet[Team]:
     return Team.objects.all()
 
 
+def team_get(*, name: str) -> Team | None:
+    return Team.objects.filter(name=name).first()
+
+
+def team_members(*, team: Team) -> QuerySet:
+    """A team's members by username."""
+    return team.members.order_by("username")
+
+
+def user_in_team(*, user, team: Team) -> bool:
+    """True for an active superuser or an active member of `team`: who may write its models."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return False
+    return user.is_superuser or team.members.filter(pk=user.pk).exists()
+
+
+def user_owns_model(*, user, model: Model) -> bool:
+    """True when `user` may write `model` (its versions, aliases, SLA): see user_in_team."""
+    return user_in_team(user=user, team=model.team)
+
+
 def model_list(*, search: str = "", team: str = "", tag: str = "") -> QuerySet[Model]:
     """Models filtered by a search over name/description/tags, a team and a tag."""
     qs = (

@@ -6,27 +6,38 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from audit.services import audit_record
 from integrations.triton.model_config import config_to_dict, validate_model_config
+from models_registry import selectors
 from models_registry.archive import ArchiveLimits, ArchiveRefused, extract_upload
 from models_registry.models import Alias, AliasMove, Model, ModelVersion, Team
-from models_registry.signals import version_registered
+from models_registry.signals import protected_change, version_registered
 from models_registry.storage import blob_remove, manifest_digest, staging_folders, stored_blobs
 
 
 class RegistryError(Exception):
     """A registry write refused for a reason the user can fix.
 
-    `errors` is the API's list of {"field"|"file", "line"?, "message"} entries.
+    `errors` is the API's list of {"field"|"file", "line"?, "message"} entries; `status` is
+    the HTTP code when the reason fixes it (403 not a member, 409 a release runs), else None.
     """
 
-    def __init__(self, message: str, *, field: str | None = None, errors: list | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        errors: list | None = None,
+        status: int | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.field = field
+        self.status = status
         self.errors = errors or [{**({"field": field} if field else {}), "message": message}]
 
 
@@ -42,19 +53,69 @@ def _full_clean(obj, **kwargs) -> None:
         raise RegistryError(errors[0]["message"], errors=errors) from None
 
 
+def team_write_check(*, actor, team: Team, what: str) -> None:
+    """Refuse (403) `what` unless `actor` is a member of `team` or a superuser.
+
+    `actor=None` is Switchyard itself (a release moving its alias, the demo seeding).
+    """
+    if actor is None or selectors.user_in_team(user=actor, team=team):
+        return
+    raise RegistryError(
+        f"{what} needs membership of team '{team.name}'; a superuser adds members.",
+        status=403,
+    )
+
+
 def team_create(*, name: str, actor) -> Team:
-    """Create a team with a unique name, or raise RegistryError; audited."""
+    """Create a team with a unique name, its creator as first member; audited."""
     team = Team(name=name)
     _full_clean(team, validate_unique=False)
     try:
         with transaction.atomic():
             team.save()
+            if actor is not None and actor.is_authenticated:
+                team.members.add(actor)
             audit_record(actor=actor, action="team.created", obj=team)
     except IntegrityError as exc:
         raise RegistryError(f"A team named '{name}' already exists.", field="name") from exc
     return team
 
 
+def _superuser_check(actor, what: str) -> None:
+    if actor is not None and not (actor.is_authenticated and actor.is_superuser):
+        raise RegistryError(f"{what} is for superusers.", status=403)
+
+
+def team_member_add(*, team: Team, username: str, actor) -> Team:
+    """Make a user a member of `team` (superusers only; adding twice is a no-op); audited."""
+    _superuser_check(actor, "Managing team members")
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise RegistryError(f"No user named '{username}'.", field="username")
+    with transaction.atomic():
+        if not team.members.filter(pk=user.pk).exists():
+            team.members.add(user)
+            audit_record(
+                actor=actor, action="team.member_added", obj=team, details={"username": username}
+            )
+    return team
+
+
+def team_member_remove(*, team: Team, username: str, actor) -> Team:
+    """Remove a member from `team` (superusers only); 404-like error when not a member."""
+    _superuser_check(actor, "Managing team members")
+    user = team.members.filter(username=username).first()
+    if user is None:
+        raise RegistryError(f"'{username}' is not a member of team '{team.name}'.", status=404)
+    with transaction.atomic():
+        team.members.remove(user)
+        audit_record(
+            actor=actor, action="team.member_removed", obj=team, details={"username": username}
+        )
+    return team
+
+
+PRODUCTION_ALIAS = "production"
 SLA_FIELDS = ("p99_latency_ms", "min_success_rate", "max_queue_ms", "min_throughput_rps")
 
 
@@ -78,6 +139,7 @@ def model_create(
     team_obj = Team.objects.filter(name=team).first()
     if team_obj is None:
         raise RegistryError(f"No team named '{team}'.", field="team")
+    team_write_check(actor=actor, team=team_obj, what="Creating a model")
     model = Model(
         name=name, team=team_obj, description=description, tags=tags or [], created_by=actor
     )
@@ -106,9 +168,16 @@ def model_update(
     team: str | None = None,
     sla: dict[str, Any] | None = None,
 ) -> Model:
-    """Change a model's description, tags, team or SLA; records before/after; audited."""
+    """Change a model's description, tags, team or SLA; records before/after; audited.
+
+    Only members of its team (and of the new team) write; an SLA change is refused (409)
+    while a release of the model is active.
+    """
     with transaction.atomic():
-        model = Model.objects.select_for_update().get(pk=model.pk)
+        model = (
+            Model.objects.select_for_update(of=("self",)).select_related("team").get(pk=model.pk)
+        )
+        team_write_check(actor=actor, team=model.team, what=f"Changing model '{model.name}'")
         before = {
             "sla": model.sla,
             "description": model.description,
@@ -121,7 +190,10 @@ def model_update(
             model.tags = tags
         if team is not None:
             model.team = Team.objects.filter(name=team).first() or _no_team(team)
+            team_write_check(actor=actor, team=model.team, what=f"Moving a model to team '{team}'")
         _apply_sla(model, sla)
+        if model.sla != before["sla"]:
+            protected_change.send(sender=Model, model=model, change="sla", release_id=None)
         _full_clean(model, validate_unique=False, exclude=["created_by"])
         model.save()
         after = {
@@ -157,8 +229,11 @@ def model_version_register(
     """Check, store and register an uploaded model directory as the model's next version.
 
     Nothing is stored when anything is refused: the staging folder is discarded, blobs this
-    call created are removed if the database write fails.
+    call created are removed if the database write fails. Members of the model's team only.
     """
+    team_write_check(
+        actor=actor, team=model.team, what=f"Uploading a version of model '{model.name}'"
+    )
     try:
         upload = extract_upload(archive, limits=_archive_limits())
     except ArchiveRefused as exc:
@@ -249,11 +324,20 @@ def _version_save(*, model, actor, provenance, upload, report, manifest) -> Mode
     return version
 
 
-def alias_set(*, model: Model, name: str, version: ModelVersion, actor) -> Alias:
-    """Point an alias at a version of the same model; every move is kept; audited."""
+def alias_set(
+    *, model: Model, name: str, version: ModelVersion, actor, release_id: int | None = None
+) -> Alias:
+    """Point an alias at a version of the same model; every move is kept; audited.
+
+    Members of the model's team only. `production` moves only by the release that promotes
+    (`release_id`) while a release of the model is active: anyone else gets 409.
+    """
     if version.model_id != model.pk:
         raise RegistryError("The version belongs to another model.", field="version")
+    team_write_check(actor=actor, team=model.team, what=f"Moving an alias of model '{model.name}'")
     with transaction.atomic():
+        # The model row lock orders this move with release_create, which locks it too.
+        Model.objects.select_for_update().filter(pk=model.pk).first()
         alias = Alias.objects.select_for_update().filter(model=model, name=name).first()
         previous = alias.version if alias else None
         if alias is None:
@@ -261,6 +345,10 @@ def alias_set(*, model: Model, name: str, version: ModelVersion, actor) -> Alias
             _full_clean(alias, validate_unique=False, exclude=["model", "version"])
         elif previous.pk == version.pk:
             return alias
+        if name == PRODUCTION_ALIAS:
+            protected_change.send(
+                sender=Model, model=model, change="production_alias", release_id=release_id
+            )
         alias.version = version
         alias.save()
         AliasMove.objects.create(
@@ -276,9 +364,15 @@ def alias_set(*, model: Model, name: str, version: ModelVersion, actor) -> Alias
 
 
 def model_version_delete(*, version: ModelVersion, actor) -> None:
-    """Delete a version that serves nowhere and has no alias; its number is never reused."""
+    """Delete a version that serves nowhere and has no alias; its number is never reused.
+
+    Members of the model's team only.
+    """
     from django.db.models import ProtectedError
 
+    team_write_check(
+        actor=actor, team=version.model.team, what=f"Deleting a version of '{version.model.name}'"
+    )
     label = str(version)
     try:
         with transaction.atomic():

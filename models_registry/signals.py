@@ -4,3 +4,9 @@ from django.dispatch import Signal
 
 # Sent after the transaction that registered a version commits; kwargs: version_id.
 version_registered = Signal()
+
+# Sent inside the transaction that changes a model's SLA or moves its `production` alias;
+# kwargs: model, change ("sla" | "production_alias"), release_id (the release making the
+# move, else None). A receiver refuses the change by raising RegistryError (status 409):
+# releases does while a release of the model is active.
+protected_change = Signal()

@@ -4,6 +4,12 @@ from models_registry import apis
 
 urlpatterns = [
     path("teams/", apis.TeamListCreateApi.as_view(), name="api-teams"),
+    path("teams/<str:name>/members/", apis.TeamMembersApi.as_view(), name="api-team-members"),
+    path(
+        "teams/<str:name>/members/<str:username>/",
+        apis.TeamMemberApi.as_view(),
+        name="api-team-member",
+    ),
     path("models/", apis.ModelListCreateApi.as_view(), name="api-models"),
     path("models/<str:name>/", apis.ModelDetailApi.as_view(), name="api-model"),
     path(

@@ -97,7 +97,13 @@ def _one(release: Release, effect) -> str | None:
     elif isinstance(effect, MoveAlias):
         alias = release.model.aliases.filter(name=effect.alias).first()
         if alias is None or alias.version_id != release.candidate_id:
-            alias_set(model=release.model, name=effect.alias, version=release.candidate, actor=None)
+            alias_set(
+                model=release.model,
+                name=effect.alias,
+                version=release.candidate,
+                actor=None,
+                release_id=release.pk,
+            )
             return f"alias {effect.alias} → v{release.candidate.version}"
     return None
 

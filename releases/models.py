@@ -20,6 +20,9 @@ class Release(models.Model):
     steps = models.JSONField()
     step_interval_s = models.FloatField(default=30.0)
     analysis = models.JSONField(default=dict)
+    # The model's SLA when the release started: the gates judge against it, and the model's
+    # SLA cannot change while the release runs (models_registry.signals.protected_change).
+    sla = models.JSONField(default=dict)
     sticky_header = models.CharField(max_length=100, blank=True)
     progress_deadline_s = models.FloatField(default=600.0)
     drain_s = models.FloatField(default=2.0)

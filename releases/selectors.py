@@ -43,3 +43,14 @@ def router_view(*, cluster) -> dict:
         split = [{"version": v, "percent": w} for v, w in sorted(route.live_weights().items())]
         view["routes"].append({"model": route.model, "split": split})
     return view
+
+
+def active_releases_of(*, model) -> QuerySet[Release]:
+    """A model's releases that have not ended, on any cluster."""
+    from releases.state_machine import TERMINAL
+
+    return (
+        Release.objects.filter(model=model)
+        .exclude(phase__in=[p.value for p in TERMINAL])
+        .select_related("cluster")
+    )

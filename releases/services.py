@@ -22,6 +22,7 @@ from deployments.services import (
     serving_owner_set,
     serving_versions,
 )
+from models_registry.models import Model
 from releases import effects, events, observe
 from releases.analysis import SLA, analyze, fast_guard, statistical_judge
 from releases.models import Release, ReleaseEvent
@@ -107,6 +108,8 @@ def release_create(
     except (ValueError, TypeError) as exc:
         raise ReleaseError(str(exc), field="steps") from None
     with transaction.atomic():
+        # Locked like model_update and alias_set do: the SLA recorded here is the one in force.
+        release.sla = Model.objects.select_for_update().get(pk=model.pk).sla
         if (
             Release.objects.select_for_update()
             .filter(cluster=cluster, model=model)
@@ -173,7 +176,9 @@ def release_action(*, release: Release, action: str, actor, reason: str = "") ->
 
 
 def _sla(release: Release) -> SLA:
-    sla = release.model.sla
+    # Recorded at creation, so a loosened live SLA cannot pass the gates (a row made
+    # without release_create has none: the model's then).
+    sla = release.sla or release.model.sla
     return SLA(
         p99_latency_ms=sla["p99_latency_ms"],
         min_success_rate=sla["min_success_rate"],

@@ -255,3 +255,8 @@ BENCHMARK_MAX_CONCURRENCY = env.int("BENCHMARK_MAX_CONCURRENCY", default=256)
 BENCHMARK_MAX_LEVEL_S = env.float("BENCHMARK_MAX_LEVEL_S", default=120.0)
 BENCHMARK_MAX_TOTAL_S = env.float("BENCHMARK_MAX_TOTAL_S", default=780.0)
 BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default=1.3)
+# Imported results (perf_analyzer / Model Analyzer files) are shown but do not open a
+# cluster's require_benchmark gate: nobody saw them run. True lets them count.
+SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS = env.bool(
+    "SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS", default=False
+)

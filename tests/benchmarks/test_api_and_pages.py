@@ -118,7 +118,8 @@ def test_benchmarks_run_on_staging_clusters_only(bench_world, new_model):
     assert "staging clusters only" in answer.json()["errors"][0]["message"]
 
 
-def test_gate_refuses_a_version_without_a_passing_benchmark(bench_world, new_model):
+def test_gate_refuses_a_version_without_a_passing_benchmark(bench_world, new_model, settings):
+    settings.SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS = True
     model = new_model("bench_gate", p99_latency_ms=5.0)
     version = register_variant(model, bench_world["ada"], 4)
     benchmark_gate_check(version=version, required=False)  # not required: nothing to check
@@ -135,6 +136,32 @@ def test_gate_refuses_a_version_without_a_passing_benchmark(bench_world, new_mod
     model.sla_p99_latency_ms = 50.0
     model.save(update_fields=["sla_p99_latency_ms"])
     _import(api, model.name, version.version, "perf_analyzer_risk_score.csv")
+    benchmark_gate_check(version=version, required=True)
+
+
+def test_imported_results_show_but_do_not_open_the_gate_by_default(bench_world, new_model):
+    model = new_model("bench_gate_import", p99_latency_ms=50.0)
+    version = register_variant(model, bench_world["ada"], 2)
+    answer = _import(
+        _api(bench_world["ada"]), model.name, version.version, "perf_analyzer_risk_score.csv"
+    )
+    assert answer.status_code == 201 and answer.json()["verdict"]["passed"] is True
+    with pytest.raises(BenchmarkGateError) as refused:
+        benchmark_gate_check(version=version, required=True)
+    assert str(refused.value) == (
+        f"v{version.version} has no passing benchmark (imported results do not count): "
+        "run one on a staging cluster before releasing"
+    )
+    # A passing run by Switchyard itself opens it.
+    BenchmarkRun.objects.filter(pk=answer.json()["id"]).update(source=BenchmarkRun.Source.RUN)
+    benchmark_gate_check(version=version, required=True)
+
+
+def test_a_setting_lets_imported_results_open_the_gate(bench_world, new_model, settings):
+    settings.SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS = True
+    model = new_model("bench_gate_accept", p99_latency_ms=50.0)
+    version = register_variant(model, bench_world["ada"], 2)
+    _import(_api(bench_world["ada"]), model.name, version.version, "perf_analyzer_risk_score.csv")
     benchmark_gate_check(version=version, required=True)
 
 

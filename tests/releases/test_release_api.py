@@ -154,3 +154,51 @@ def test_cockpit_follows_the_websocket_and_shows_the_next_check_and_four_charts(
     Release.objects.filter(pk=release.pk).update(phase="SUCCEEDED")
     page = client.get(f"/releases/{release.pk}/").content.decode()
     assert "data-ws=" not in page and "data-next-check" not in page and "finished" in page
+
+
+def _import_passing_results(setup) -> None:
+    from pathlib import Path
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "benchmarks"
+    csv = fixtures / "perf_analyzer_risk_score.csv"
+    api = APIClient()
+    api.force_authenticate(setup["ada"])
+    answer = api.post(
+        "/api/v1/models/risk_score/versions/2/benchmarks/import/",
+        {"file": SimpleUploadedFile("pa.csv", csv.read_bytes()), "format": "perf_analyzer"},
+        format="multipart",
+    )
+    assert answer.status_code == 201 and answer.json()["verdict"]["passed"] is True
+
+
+def test_imported_results_do_not_satisfy_the_evidence_gate_by_default(setup):
+    _import_passing_results(setup)
+    response = setup["api"].post("/api/v1/releases/", BODY, format="json")
+    assert response.status_code == 400
+    assert "imported results do not count" in response.json()["errors"][0]["message"]
+    assert not Release.objects.exists()
+
+
+def test_imported_results_satisfy_the_gate_when_the_setting_allows(setup, settings):
+    settings.SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS = True
+    _import_passing_results(setup)
+    response = setup["api"].post("/api/v1/releases/", BODY, format="json")
+    assert response.status_code == 201, response.content
+
+
+def test_a_release_records_the_sla_it_starts_with(setup, client):
+    from models_registry.services import model_update
+
+    model_update(model=setup["versions"][0].model, actor=setup["ada"], sla={"p99_latency_ms": 40})
+    response = setup["api"].post(
+        "/api/v1/releases/", {**BODY, "require_benchmark": False}, format="json"
+    )
+    release = Release.objects.get(pk=response.json()["id"])
+    assert release.sla["p99_latency_ms"] == 40 and release.sla["min_success_rate"] is None
+    # The cockpit draws the recorded SLA, whatever the live model says now.
+    type(release.model).objects.filter(pk=release.model_id).update(sla_p99_latency_ms=7)
+    client.force_login(setup["ada"])
+    page = client.get(f"/releases/{release.pk}/").content.decode()
+    assert "p99_latency_ms&quot;: 40.0" in page and "p99_latency_ms&quot;: 7.0" not in page
