@@ -1,6 +1,7 @@
 """The ASGI body guard stops reading a chunked body as soon as it passes the limit."""
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 from controlplane.body_limit import BodyLimitMiddleware
 
@@ -28,7 +29,9 @@ def _run(headers: list[tuple[bytes, bytes]], limit: int, chunks: int):
 
     guard = BodyLimitMiddleware(app, max_bytes=lambda: limit)
     scope = {"type": "http", "method": "POST", "path": "/", "headers": headers}
-    asyncio.run(guard(scope, receive, send))
+    # A thread of its own: browser tests leave an event loop running in the main thread.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, guard(scope, receive, send)).result()
     return received, sent, seen_by_app
 
 
