@@ -45,9 +45,13 @@ class MetricsSerializer(serializers.Serializer):
 
 class NodeSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
-    http_url = serializers.URLField()
-    grpc_url = serializers.CharField(required=False, allow_blank=True, default="")
-    metrics_url = serializers.URLField(required=False, allow_blank=True, default="")
+    http_url = serializers.CharField(max_length=300, help_text="http(s)://host:port")
+    grpc_url = serializers.CharField(
+        max_length=300, required=False, allow_blank=True, default="", help_text="host:port"
+    )
+    metrics_url = serializers.CharField(
+        max_length=300, required=False, allow_blank=True, default="", help_text="http(s) URL"
+    )
     health = serializers.CharField(read_only=True)
     server_version = serializers.CharField(read_only=True)
     last_seen_at = serializers.DateTimeField(read_only=True)

@@ -16,6 +16,7 @@ from deployments.models import (
     TritonCluster,
     TritonNode,
 )
+from deployments.validation import node_urls_check
 from models_registry.models import Model, ModelVersion
 
 
@@ -40,6 +41,10 @@ def _save_new(obj, *, what: str, actor, action: str, details: dict | None = None
             obj.save()
             audit_record(actor=actor, action=action, obj=obj, details=details or {})
     except IntegrityError as exc:
+        if "node_url_unique_in_cluster" in str(exc):
+            raise DeploymentError(
+                "This URL is already a node of the cluster.", field="http_url"
+            ) from exc
         raise DeploymentError(f"{what} already exists.", field="name") from exc
     return obj
 
@@ -81,8 +86,20 @@ def _plain(values: dict) -> dict:
 
 
 def node_create(*, cluster: TritonCluster, actor, **fields) -> TritonNode:
-    """Add a node to a cluster; audited. Health is learned by reconcile."""
+    """Add a node to a cluster; audited. Health is learned by reconcile.
+
+    Its addresses must be usable by every consumer and inside the allowed networks, and its
+    HTTP URL unique in the cluster (DeploymentError naming the field otherwise).
+    """
     node = TritonNode(cluster=cluster, **fields)
+    errors = node_urls_check(http=node.http_url, grpc=node.grpc_url, metrics=node.metrics_url)
+    if errors:
+        field, message = next(iter(errors.items()))
+        raise DeploymentError(message, field=field)
+    if cluster.nodes.filter(http_url=node.http_url).exists():
+        raise DeploymentError(
+            f"Node {node.http_url} is already in {cluster.name}.", field="http_url"
+        )
     return _save_new(
         node,
         what=f"A node named '{node.name}' in {cluster.name}",

@@ -211,3 +211,8 @@ BENCHMARK_MAX_CONCURRENCY = env.int("BENCHMARK_MAX_CONCURRENCY", default=256)
 BENCHMARK_MAX_LEVEL_S = env.float("BENCHMARK_MAX_LEVEL_S", default=120.0)
 BENCHMARK_MAX_TOTAL_S = env.float("BENCHMARK_MAX_TOTAL_S", default=780.0)
 BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default=1.3)
+
+# Addresses the control plane connects to (nodes, metrics, Prometheus, routers): when set
+# (comma-separated CIDRs), each must be an IP literal inside these networks or `localhost`,
+# so no API caller can make the server contact another host. Empty: any host.
+SWITCHYARD_ALLOWED_TARGET_NETWORKS = env.str("SWITCHYARD_ALLOWED_TARGET_NETWORKS", default="")

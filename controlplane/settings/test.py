@@ -26,3 +26,5 @@ SWITCHYARD_STORAGE_ROOT = env.path(
     "SWITCHYARD_STORAGE_ROOT",
     default=str(BASE_DIR / "var" / "test" / "artifacts"),  # noqa: F405
 )
+# Fuzzers in the suite send any address: the server may only ever contact loopback.
+SWITCHYARD_ALLOWED_TARGET_NETWORKS = "127.0.0.0/8,::1/128"
