@@ -25,22 +25,31 @@ def _cluster_or_404(name: str):
     return cluster
 
 
-class RouterSerializer(serializers.Serializer):
-    driver = serializers.ChoiceField(choices=["nginx", "none"], default="none")
-    url = serializers.CharField(required=False, allow_blank=True, default="")
+class _SettingsSerializer(serializers.Serializer):
+    """An object of known string keys; the rules (deployments.validation) run in the service,
+    which names the refused key (`router.foo`)."""
 
     def to_internal_value(self, data):
-        known = super().to_internal_value(data)
-        extra = {k: v for k, v in data.items() if k not in known} if isinstance(data, dict) else {}
-        return {**extra, **known}
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be an object.")
+        return dict(data)
 
     def to_representation(self, instance):
-        return dict(instance)  # driver settings beyond driver/url are kept as given
+        return dict(instance)
 
 
-class MetricsSerializer(serializers.Serializer):
+class RouterSerializer(_SettingsSerializer):
+    driver = serializers.ChoiceField(choices=["nginx", "none"], default="none")
+    url = serializers.CharField(required=False, help_text="http(s)://host:port clients call")
+    listen = serializers.CharField(required=False, help_text="nginx only: 127.0.0.1:<port>")
+    prefix_dir = serializers.CharField(
+        required=False, help_text="nginx only: a folder under SWITCHYARD_ROUTER_ROOTS"
+    )
+
+
+class MetricsSerializer(_SettingsSerializer):
     source = serializers.ChoiceField(choices=["scrape", "prometheus"], default="scrape")
-    url = serializers.CharField(required=False, allow_blank=True, default="")
+    url = serializers.CharField(required=False, help_text="Prometheus base URL")
 
 
 class NodeSerializer(serializers.Serializer):
@@ -108,7 +117,10 @@ class ClusterDetailApi(APIView):
         data = ClusterSerializer(cluster, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         fields = {k: v for k, v in data.validated_data.items() if k != "name"}
-        services.cluster_update(cluster=cluster, actor=request.user, **fields)
+        try:
+            services.cluster_update(cluster=cluster, actor=request.user, **fields)
+        except DeploymentError as exc:
+            return _refused(exc)
         return Response(ClusterSerializer(selectors.cluster_get(name=name)).data)
 
 

@@ -24,6 +24,8 @@ from django.conf import settings
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
+from deployments.validation import repository_dir
+from integrations.paths import PathError
 from integrations.triton.client import TritonClient
 from integrations.triton.errors import TritonError
 from integrations.triton.inputs import generate_inputs
@@ -36,6 +38,11 @@ T = TypeVar("T")
 
 class CorruptArtifact(Exception):
     """A stored file no longer matches its recorded hash; nothing may be loaded from it."""
+
+
+class RepositoryRefused(CorruptArtifact):
+    """The cluster's repository folder is outside SWITCHYARD_REPOSITORY_ROOTS: nothing is
+    written or removed there (caught where a corrupt artifact is: refused before any load)."""
 
 
 @dataclass
@@ -154,8 +161,17 @@ def build_plan(
 
 
 def materialize(repository: str, versions: Sequence[ModelVersion], plan: LoadPlan) -> None:
-    """Filesystem mode: write each version folder atomically (temp folder, then rename)."""
-    model_dir = Path(repository) / plan.model
+    """Filesystem mode: write each version folder atomically (temp folder, then rename).
+
+    The repository is checked under SWITCHYARD_REPOSITORY_ROOTS first (RepositoryRefused).
+    """
+    try:
+        root = repository_dir(repository)
+    except PathError as exc:
+        raise RepositoryRefused(f"repository_path: {exc}") from None
+    model_dir = root / plan.model
+    if model_dir.parent != root:
+        raise RepositoryRefused(f"model name {plan.model!r} is not a plain folder name")
     model_dir.mkdir(parents=True, exist_ok=True)
     for version in versions:
         target = model_dir / str(version.version)

@@ -1,7 +1,13 @@
-"""Checks of node addresses against the operator's settings (allowed networks)."""
+"""A cluster's and a node's settings checked against the operator's settings (allowed
+networks, folder roots): the same parse at the API and wherever the settings are used."""
+
+from pathlib import Path
 
 from django.conf import settings
 
+from integrations.metrics_source import MetricsSettings, parse_metrics
+from integrations.paths import path_under_roots
+from integrations.routers.settings import RouterSettings, parse_router
 from integrations.targets import (
     Network,
     TargetError,
@@ -15,6 +21,29 @@ from integrations.targets import (
 def allowed_networks() -> tuple[Network, ...]:
     """The networks targets must lie in (SWITCHYARD_ALLOWED_TARGET_NETWORKS); () = any."""
     return parse_networks(getattr(settings, "SWITCHYARD_ALLOWED_TARGET_NETWORKS", ""))
+
+
+def cluster_router(cluster) -> RouterSettings:
+    """The cluster's router settings, parsed; RouterSettingsError when they are unusable."""
+    return parse_router(
+        cluster.router, networks=allowed_networks(), roots=settings.SWITCHYARD_ROUTER_ROOTS
+    )
+
+
+def cluster_metrics(cluster) -> MetricsSettings:
+    """The cluster's metrics source, parsed; MetricsSettingsError when it is unusable."""
+    return parse_metrics(cluster.metrics, networks=allowed_networks())
+
+
+def repository_dir(path: str) -> Path:
+    """A shared model repository folder, resolved under SWITCHYARD_REPOSITORY_ROOTS
+    (PathError otherwise): checked when stored and before each write or removal."""
+    return path_under_roots(path, settings.SWITCHYARD_REPOSITORY_ROOTS)
+
+
+def router_dir(path: str) -> Path:
+    """A router prefix folder, resolved under SWITCHYARD_ROUTER_ROOTS (PathError otherwise)."""
+    return path_under_roots(path, settings.SWITCHYARD_ROUTER_ROOTS)
 
 
 def node_urls_check(*, http: str, grpc: str = "", metrics: str = "") -> dict[str, str]:

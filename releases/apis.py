@@ -54,7 +54,8 @@ class ReleaseSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField()
 
     def get_router_url(self, obj) -> str:
-        return obj.cluster.router.get("url", "")
+        router = obj.cluster.router
+        return str(router.get("url", "")) if isinstance(router, dict) else ""
 
 
 class ReleaseDetailSerializer(ReleaseSerializer):

@@ -28,13 +28,19 @@ def release_get(*, release_id: int) -> Release | None:
 def router_view(*, cluster) -> dict:
     """What the cluster's router does now, for the cluster page: driver, whether it runs,
     which nodes it sends to, and each route's split (from the running router itself)."""
+    from deployments.validation import cluster_router
+    from integrations.routers.settings import RouterSettingsError
     from releases.routing import router_for
 
-    view = {"driver": cluster.router.get("driver", "none"), "listen": "", "running": False}
-    view |= {"nodes": [], "routes": []}
+    view = {"driver": "none", "listen": "", "running": False, "nodes": [], "routes": []}
+    try:
+        settings = cluster_router(cluster)
+    except RouterSettingsError as exc:
+        return view | {"error": f"{exc.field}: {exc.message}"}
+    view["driver"] = settings.driver
     if view["driver"] != "nginx":
         return view
-    view["listen"] = cluster.router.get("listen", "")
+    view["listen"] = settings.listen
     live = router_for(cluster).current()
     routed = set(live.upstreams) if live is not None else set()
     view["running"] = live is not None

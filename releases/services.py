@@ -25,7 +25,7 @@ from deployments.services import (
 from releases import effects, events, observe
 from releases.analysis import SLA, analyze, fast_guard, statistical_judge
 from releases.models import Release, ReleaseEvent
-from releases.routing import access_log_path
+from releases.routing import access_log_path, router_driver_name
 from releases.state_machine import ACTIONS, GUARDED, TERMINAL, Observation, Phase, State, decide
 
 LOCK_NAMESPACE = 7302
@@ -76,7 +76,7 @@ def release_create(
         raise ReleaseError(
             f"v{candidate.version} already serves on {cluster.name}.", field="candidate_version"
         )
-    if strategy == "canary" and cluster.router.get("driver", "none") == "none":
+    if strategy == "canary" and router_driver_name(cluster) == "none":
         raise ReleaseError(
             f"Cluster {cluster.name} has no router: a weighted canary needs one; "
             "use strategy blue_green.",

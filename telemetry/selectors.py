@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -9,10 +10,13 @@ from urllib.parse import urlsplit
 from django.db.models import Avg, F, Max, Sum
 
 from deployments.models import TritonCluster, TritonNode
+from deployments.validation import cluster_metrics
+from integrations.metrics_source import MetricsSettings, MetricsSettingsError
 from telemetry.collector import Target
 from telemetry.models import Rollup
 
 MAX_POINTS = 20000
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -24,8 +28,18 @@ class PrometheusCluster:
     instances: tuple[tuple[str, str], ...]
 
 
+def _metrics(cluster: TritonCluster) -> MetricsSettings | None:
+    """The cluster's metrics source; None (logged, cluster skipped) when it is unusable."""
+    try:
+        return cluster_metrics(cluster)
+    except MetricsSettingsError as exc:
+        log.warning("metrics of cluster %s not collected: %s: %s", cluster, exc.field, exc)
+        return None
+
+
 def _source(cluster: TritonCluster) -> str:
-    return (cluster.metrics or {}).get("source") or "scrape"
+    metrics = _metrics(cluster)
+    return metrics.source if metrics else "none"
 
 
 def _nodes_with_metrics():
@@ -45,9 +59,10 @@ def prometheus_clusters() -> list[PrometheusCluster]:
     """Clusters whose metrics come from Prometheus, with each node's `instance` label."""
     out = []
     for cluster in TritonCluster.objects.prefetch_related("nodes"):
-        url = (cluster.metrics or {}).get("url", "")
-        if _source(cluster) != "prometheus" or not url:
+        metrics = _metrics(cluster)
+        if metrics is None or metrics.source != "prometheus" or not metrics.url:
             continue
+        url = metrics.url
         instances = tuple(
             (urlsplit(n.metrics_url).netloc, n.name) for n in cluster.nodes.all() if n.metrics_url
         )

@@ -216,3 +216,10 @@ BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default
 # (comma-separated CIDRs), each must be an IP literal inside these networks or `localhost`,
 # so no API caller can make the server contact another host. Empty: any host.
 SWITCHYARD_ALLOWED_TARGET_NETWORKS = env.str("SWITCHYARD_ALLOWED_TARGET_NETWORKS", default="")
+# Folders the API may point the control plane at: a cluster's shared model repository
+# (filesystem push mode; versions are written and replaced there) and a router's prefix
+# folder. A path must resolve under one of these roots (comma-separated absolute paths).
+SWITCHYARD_REPOSITORY_ROOTS = env.list(
+    "SWITCHYARD_REPOSITORY_ROOTS", default=[str(var_dir() / "repositories")]
+)
+SWITCHYARD_ROUTER_ROOTS = env.list("SWITCHYARD_ROUTER_ROOTS", default=[str(var_dir() / "routers")])

@@ -1,5 +1,7 @@
 """pytest: real PostgreSQL and Redis, isolated from the demo by Redis db and prefixes."""
 
+import tempfile
+
 from controlplane.env import env
 
 from .base import *  # noqa: F403
@@ -28,3 +30,6 @@ SWITCHYARD_STORAGE_ROOT = env.path(
 )
 # Fuzzers in the suite send any address: the server may only ever contact loopback.
 SWITCHYARD_ALLOWED_TARGET_NETWORKS = "127.0.0.0/8,::1/128"
+# Tests put repositories and router folders under pytest's temporary folders.
+SWITCHYARD_REPOSITORY_ROOTS = [str(SWITCHYARD_VAR_DIR / "repositories"), tempfile.gettempdir()]
+SWITCHYARD_ROUTER_ROOTS = [str(SWITCHYARD_VAR_DIR / "routers"), tempfile.gettempdir()]
