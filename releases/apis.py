@@ -10,8 +10,10 @@ from accounts.errors import errors_response
 from accounts.permissions import ReleaseManagersWrite
 from deployments.models import TritonCluster
 from deployments.selectors import cluster_get
+from integrations.routers.base import MAX_HEADER_NAME
 from models_registry.selectors import model_version_find
 from releases import selectors, services
+from releases.inputs import MAX_STEPS, PROGRESS_DEADLINE_S, STEP_INTERVAL_S
 from releases.services import ReleaseError
 
 
@@ -76,12 +78,27 @@ class ReleaseListCreateApi(APIView):
         model = serializers.CharField()
         candidate_version = serializers.IntegerField(min_value=1)
         strategy = serializers.ChoiceField(choices=["canary", "blue_green"], default="canary")
-        steps = serializers.ListField(child=serializers.FloatField(), required=False)
-        step_interval_s = serializers.FloatField(min_value=1, default=30)
+        # Ranges and cross-field rules: releases/inputs.py (checked by release_create).
+        steps = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=100),
+            required=False,
+            max_length=MAX_STEPS,
+        )
+        step_interval_s = serializers.FloatField(
+            min_value=STEP_INTERVAL_S[0], max_value=STEP_INTERVAL_S[1], default=30
+        )
         analysis = serializers.DictField(required=False)
-        manual_gates = serializers.ListField(child=serializers.FloatField(), required=False)
-        sticky_header = serializers.CharField(required=False, allow_blank=True, default="")
-        progress_deadline_s = serializers.FloatField(min_value=10, default=600)
+        manual_gates = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=100),
+            required=False,
+            max_length=MAX_STEPS,
+        )
+        sticky_header = serializers.CharField(
+            required=False, allow_blank=True, default="", max_length=MAX_HEADER_NAME
+        )
+        progress_deadline_s = serializers.FloatField(
+            min_value=PROGRESS_DEADLINE_S[0], max_value=PROGRESS_DEADLINE_S[1], default=600
+        )
         require_benchmark = serializers.BooleanField(required=False, allow_null=True, default=None)
 
     @extend_schema(responses={200: ReleaseSerializer(many=True)})
