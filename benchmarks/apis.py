@@ -60,11 +60,17 @@ class BenchmarkCreateApi(APIView):
         model = serializers.CharField()
         version = serializers.IntegerField(min_value=1)
         cluster = serializers.CharField()
-        concurrency = serializers.ListField(child=serializers.IntegerField(), default=[1, 4, 16])
+        # Ranges: BENCHMARK_MAX_* and the tensor limits (checked by benchmark_create).
+        concurrency = serializers.ListField(
+            child=serializers.IntegerField(), default=[1, 4, 16], max_length=32
+        )
         duration_s = serializers.FloatField(default=10.0)
-        batch_size = serializers.IntegerField(min_value=1, default=1)
+        batch_size = serializers.IntegerField(min_value=1, max_value=2**31 - 1, default=1)
         dims_override = serializers.DictField(
-            child=serializers.ListField(child=serializers.IntegerField()), required=False
+            child=serializers.ListField(
+                child=serializers.IntegerField(min_value=0, max_value=2**62), max_length=16
+            ),
+            required=False,
         )
 
     @extend_schema(request=InputSerializer)

@@ -24,7 +24,7 @@ from django.conf import settings
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
-from deployments.validation import repository_dir
+from deployments.validation import repository_dir, tensor_limits
 from integrations.paths import PathError
 from integrations.triton.client import TritonClient
 from integrations.triton.errors import TritonError
@@ -237,7 +237,7 @@ def client_for(node) -> TritonClient:
 def warmup_inputs(config_dict: dict) -> dict:
     """The warm-up request (the push's own and the native warm-up's sample): the smallest
     valid request the config allows, batch 1, every variable dim 1."""
-    return generate_inputs(config_dict, batch_size=1, variable_dim=1)
+    return generate_inputs(config_dict, batch_size=1, variable_dim=1, limits=tensor_limits())
 
 
 def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutcome:

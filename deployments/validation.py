@@ -16,6 +16,7 @@ from integrations.targets import (
     http_url,
     parse_networks,
 )
+from integrations.triton.inputs import TensorLimits
 
 
 def allowed_networks() -> tuple[Network, ...]:
@@ -63,3 +64,11 @@ def node_urls_check(*, http: str, grpc: str = "", metrics: str = "") -> dict[str
         except TargetError as exc:
             errors[field] = str(exc)
     return errors
+
+
+def tensor_limits() -> TensorLimits:
+    """How large a request the web process or a worker may build (settings)."""
+    return TensorLimits(
+        max_elements=settings.SWITCHYARD_MAX_TENSOR_ELEMENTS,
+        max_bytes=settings.SWITCHYARD_MAX_REQUEST_BYTES,
+    )

@@ -223,3 +223,7 @@ SWITCHYARD_REPOSITORY_ROOTS = env.list(
     "SWITCHYARD_REPOSITORY_ROOTS", default=[str(var_dir() / "repositories")]
 )
 SWITCHYARD_ROUTER_ROOTS = env.list("SWITCHYARD_ROUTER_ROOTS", default=[str(var_dir() / "routers")])
+# Requests the control plane builds itself (benchmarks, warm-up, smoke): elements per
+# tensor and bytes per request, checked from the shapes before anything is allocated.
+SWITCHYARD_MAX_TENSOR_ELEMENTS = env.int("SWITCHYARD_MAX_TENSOR_ELEMENTS", default=16 * 1024**2)
+SWITCHYARD_MAX_REQUEST_BYTES = env.int("SWITCHYARD_MAX_REQUEST_BYTES", default=64 * 1024**2)
