@@ -7,6 +7,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
 from benchmarks import selectors, services
 from benchmarks.services import BenchmarkError
@@ -122,12 +123,12 @@ class BenchmarkCancelApi(APIView):
 class VersionBenchmarksApi(APIView):
     """GET /api/v1/models/{name}/versions/{v}/benchmarks/: a version's runs, newest first."""
 
-    @extend_schema(responses={200: BenchmarkSerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: BenchmarkSerializer(many=True)})
     def get(self, request, name, version):
         runs = selectors.version_benchmarks(
             version=model_version_or_404(model_name=name, version=version)
         )
-        return Response(BenchmarkSerializer(runs, many=True).data)
+        return paginated(request, runs, BenchmarkSerializer)
 
 
 class BenchmarkImportApi(APIView):

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.errors import errors_response
+from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments import selectors, services
 from deployments.services import DeploymentError
@@ -87,9 +88,9 @@ class ClusterListCreateApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
-    @extend_schema(responses={200: ClusterSerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: ClusterSerializer(many=True)})
     def get(self, request):
-        return Response(ClusterSerializer(selectors.cluster_list(), many=True).data)
+        return paginated(request, selectors.cluster_list(), ClusterSerializer)
 
     @extend_schema(request=ClusterSerializer, responses={201: ClusterSerializer})
     def post(self, request):
@@ -129,9 +130,9 @@ class NodeListCreateApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
-    @extend_schema(responses={200: NodeSerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: NodeSerializer(many=True)})
     def get(self, request, name):
-        return Response(NodeSerializer(_cluster_or_404(name).nodes.all(), many=True).data)
+        return paginated(request, _cluster_or_404(name).nodes.all(), NodeSerializer)
 
     @extend_schema(request=NodeSerializer, responses={201: NodeSerializer})
     def post(self, request, name):

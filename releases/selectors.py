@@ -2,27 +2,39 @@
 
 from django.db.models import QuerySet
 
-from releases.models import Release
+from releases.models import Release, ReleaseEvent
 
 _RELATED = ("cluster", "model", "baseline", "candidate", "created_by")
 
 
-def release_list(*, cluster=None, model=None, limit: int = 100) -> QuerySet[Release]:
+def release_list(*, cluster=None, model=None, limit: int | None = 100) -> QuerySet[Release]:
+    """Releases, newest first; the first `limit` (None: all, for a paginated API)."""
     qs = Release.objects.select_related(*_RELATED)
     if cluster is not None:
         qs = qs.filter(cluster=cluster)
     if model is not None:
         qs = qs.filter(model=model)
-    return qs[:limit]
+    return qs[:limit] if limit is not None else qs
 
 
-def release_get(*, release_id: int) -> Release | None:
-    return (
-        Release.objects.select_related(*_RELATED)
-        .prefetch_related("events")
-        .filter(pk=release_id)
-        .first()
-    )
+def release_get(*, release_id: int, with_events: bool = True) -> Release | None:
+    """One release; `with_events` prefetches its whole event log (the console's page)."""
+    qs = Release.objects.select_related(*_RELATED)
+    if with_events:
+        qs = qs.prefetch_related("events")
+    return qs.filter(pk=release_id).first()
+
+
+def release_events(*, release: Release, kind: str = "") -> QuerySet[ReleaseEvent]:
+    """A release's events, oldest first (optionally of one kind)."""
+    qs = ReleaseEvent.objects.filter(release=release).order_by("created_at", "id")
+    return qs.filter(kind=kind) if kind else qs
+
+
+def release_recent_events(*, release: Release, limit: int, kind: str = "") -> list[ReleaseEvent]:
+    """The latest `limit` events (of `kind`), oldest first."""
+    newest = release_events(release=release, kind=kind).reverse()[:limit]
+    return list(reversed(newest))
 
 
 def router_view(*, cluster) -> dict:

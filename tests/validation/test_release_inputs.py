@@ -1,55 +1,17 @@
 """A release's steps, gates, intervals, sticky header and analysis knobs are typed where
 they enter; a junk value already stored stops only that release's tick, with its key."""
 
-import io
 import logging
 
 import pytest
-from rest_framework.test import APIClient
 
-from deployments.services import cluster_create, node_create, serving_state_set
-from models_registry.services import model_create, model_version_register, team_create
 from releases.inputs import AnalysisSettings, ReleaseInputError, parse_analysis, parse_steps
 from releases.models import Release
 from releases.services import release_tick
 from releases.tasks import tick_active
-from tests.registry.archives import example_entries, tar_gz
+from tests.validation.conftest import BODY
 
 pytestmark = pytest.mark.django_db
-
-BODY = {
-    "cluster": "prod",
-    "model": "risk_score",
-    "candidate_version": 2,
-    "steps": [10, 100],
-    "step_interval_s": 5,
-    "require_benchmark": False,
-}
-
-
-@pytest.fixture
-def api(settings, tmp_path, make_user):
-    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
-    ada, rita = make_user("ada", role="algorithm"), make_user("rita", role="release-managers")
-    team_create(name="fraud", actor=ada)
-    model = model_create(name="risk_score", team="fraud", actor=ada)
-    versions = [
-        model_version_register(
-            model=model, actor=ada, archive=io.BytesIO(tar_gz(example_entries("risk_score", v)))
-        )
-        for v in (1, 2)
-    ]
-    cluster = cluster_create(
-        actor=rita,
-        name="prod",
-        environment="production",
-        router={"driver": "nginx", "listen": "127.0.0.1:1"},
-    )
-    serving_state_set(cluster=cluster, model=model, versions=[versions[0]])
-    node_create(cluster=cluster, actor=rita, name="n1", http_url="http://127.0.0.1:9")
-    client = APIClient()
-    client.force_authenticate(rita)
-    return client
 
 
 @pytest.mark.parametrize(
@@ -74,14 +36,14 @@ def api(settings, tmp_path, make_user):
         ({"progress_deadline_s": 1e12}, "progress_deadline_s"),
     ],
 )
-def test_unusable_release_settings_are_refused_with_their_field(api, extra, field):
-    response = api.post("/api/v1/releases/", {**BODY, **extra}, format="json")
+def test_unusable_release_settings_are_refused_with_their_field(release_api, extra, field):
+    response = release_api.post("/api/v1/releases/", {**BODY, **extra}, format="json")
     assert response.status_code == 400, response.content
     assert response.json()["errors"][0]["field"] == field
     assert not Release.objects.exists()
 
 
-def test_valid_settings_start_a_release(api):
+def test_valid_settings_start_a_release(release_api):
     body = {
         **BODY,
         "steps": [10, 50, 100],
@@ -90,17 +52,17 @@ def test_valid_settings_start_a_release(api):
         "analysis": {"interval_s": 10, "min_requests": 20, "latency_tolerance": 1.5},
         "strategy": "blue_green",
     }
-    response = api.post("/api/v1/releases/", body, format="json")
+    response = release_api.post("/api/v1/releases/", body, format="json")
     assert response.status_code == 400  # gate 50 is not a step of blue_green's one step
-    response = api.post("/api/v1/releases/", {**body, "strategy": "canary"}, format="json")
+    response = release_api.post("/api/v1/releases/", {**body, "strategy": "canary"}, format="json")
     assert response.status_code == 201, response.content
     release = Release.objects.get()
     assert [s["manual_gate"] for s in release.steps] == [False, True, False]
     assert release.analysis_interval_s == 10.0
 
 
-def test_a_junk_stored_analysis_stops_only_its_own_tick(api, caplog):
-    response = api.post("/api/v1/releases/", BODY, format="json")
+def test_a_junk_stored_analysis_stops_only_its_own_tick(release_api, caplog):
+    response = release_api.post("/api/v1/releases/", BODY, format="json")
     assert response.status_code == 201, response.content
     Release.objects.update(analysis={"interval_s": "30s", "min_requests": "many"})
     with caplog.at_level(logging.ERROR):
