@@ -24,10 +24,10 @@ from django.conf import settings
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
-from deployments.validation import repository_dir, tensor_limits
+from deployments.validation import node_urls_check, repository_dir, tensor_limits
 from integrations.paths import PathError
 from integrations.triton.client import TritonClient
-from integrations.triton.errors import TritonError
+from integrations.triton.errors import PermanentTritonError, TritonError
 from integrations.triton.inputs import generate_inputs
 from integrations.triton.model_config import add_native_warmup, config_for_serving
 from models_registry.models import ModelVersion
@@ -225,6 +225,14 @@ def _bytecode_folders(paths: Sequence[str]) -> set[str]:
 
 
 def client_for(node) -> TritonClient:
+    """A client of the node; PermanentTritonError (nothing contacted) when a stored address
+    is unusable or outside SWITCHYARD_ALLOWED_TARGET_NETWORKS."""
+    errors = node_urls_check(http=node.http_url, grpc=node.grpc_url, metrics=node.metrics_url)
+    if errors:
+        field, message = next(iter(errors.items()))
+        raise PermanentTritonError(
+            f"Node {node.name}: {field}: {message}", node=str(node.http_url), operation="connect"
+        )
     return TritonClient(
         node.http_url,
         node.grpc_url or None,

@@ -97,10 +97,19 @@ def cluster_settings_check(cluster: TritonCluster) -> None:
     """Raise DeploymentError (field such as `router.listen`) unless the cluster's router,
     metrics source and repository folder are usable; the rules live in integrations."""
     try:
-        cluster_router(cluster)
+        router = cluster_router(cluster)
         cluster_metrics(cluster)
     except (RouterSettingsError, MetricsSettingsError) as exc:
         raise DeploymentError(exc.message, field=exc.field) from None
+    if (
+        router.driver == "nginx"
+        and cluster.pk
+        and cluster.nodes.filter(http_url__startswith="https:")
+    ):
+        raise DeploymentError(
+            "The nginx router proxies plain HTTP and this cluster has https:// nodes.",
+            field="router.driver",
+        )
     if cluster.push_mode == TritonCluster.PushMode.FILESYSTEM and not cluster.repository_path:
         raise DeploymentError(
             "Filesystem push mode needs the cluster's repository path.", field="repository_path"
@@ -130,6 +139,11 @@ def node_create(*, cluster: TritonCluster, actor, **fields) -> TritonNode:
     if errors:
         field, message = next(iter(errors.items()))
         raise DeploymentError(message, field=field)
+    if node.http_url.startswith("https:") and cluster_router(cluster).driver == "nginx":
+        raise DeploymentError(
+            "The cluster's nginx router proxies plain HTTP: give the node an http:// URL.",
+            field="http_url",
+        )
     if cluster.nodes.filter(http_url=node.http_url).exists():
         raise DeploymentError(
             f"Node {node.http_url} is already in {cluster.name}.", field="http_url"

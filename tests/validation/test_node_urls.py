@@ -78,3 +78,29 @@ def test_allow_list_rules():
         check_host("node.internal", networks)
     assert host_port("grpc://127.0.0.1:8001") == ("127.0.0.1", 8001)
     assert http_base_url("http://127.0.0.1:8000/") == "http://127.0.0.1:8000/"
+
+
+def test_a_stored_node_outside_the_allowed_networks_is_never_contacted(api):
+    """A row written before these checks (or straight to the database) is refused where the
+    control plane connects; the other nodes of the cluster are still reported."""
+    assert _add(api, http_url="http://127.0.0.1:9").status_code == 201
+    TritonNode.objects.create(
+        cluster=TritonNode.objects.get().cluster, name="old", http_url="http://10.1.2.3:8000"
+    )
+    status = api.get("/api/v1/clusters/edge/status/").json()
+    by_name = {n["name"]: n for n in status["nodes"]}
+    assert "allowed networks" in by_name["old"]["error"]
+    assert by_name["n1"]["reachable"] is False and "allowed" not in by_name["n1"]["error"]
+
+
+def test_an_nginx_cluster_takes_only_plain_http_nodes(api):
+    """nginx proxies plain HTTP to its upstreams (run_router refused https:// at start)."""
+    assert _add(api, http_url="https://127.0.0.1:8443").status_code == 201
+    nginx = {"driver": "nginx", "listen": "127.0.0.1:9000"}
+    refused = api.patch("/api/v1/clusters/edge/", {"router": nginx}, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["errors"][0]["field"] == "router.driver"
+    api.delete("/api/v1/clusters/edge/nodes/n1/")
+    assert api.patch("/api/v1/clusters/edge/", {"router": nginx}, format="json").status_code == 200
+    again = _add(api, http_url="https://127.0.0.1:8443")
+    assert again.status_code == 400 and again.json()["errors"][0]["field"] == "http_url"
