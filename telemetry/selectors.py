@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from django.db.models import Avg, F, Max, Sum
 
 from deployments.models import TritonCluster, TritonNode
-from deployments.validation import cluster_metrics
+from deployments.validation import cluster_metrics, node_urls_check
 from integrations.metrics_source import MetricsSettings, MetricsSettingsError
 from telemetry.collector import Target
 from telemetry.models import Rollup
@@ -51,8 +51,16 @@ def scrape_targets() -> list[Target]:
     return [
         Target(node.cluster.name, node.name, node.metrics_url)
         for node in _nodes_with_metrics()
-        if _source(node.cluster) == "scrape"
+        if _source(node.cluster) == "scrape" and _may_scrape(node)
     ]
+
+
+def _may_scrape(node: TritonNode) -> bool:
+    """False (logged) for a stored address that is unusable or outside the allowed networks."""
+    errors = node_urls_check(http=node.http_url, grpc=node.grpc_url, metrics=node.metrics_url)
+    if errors:
+        log.warning("node %s not scraped: %s", node, "; ".join(errors.values()))
+    return not errors
 
 
 def prometheus_clusters() -> list[PrometheusCluster]:

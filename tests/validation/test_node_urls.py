@@ -104,3 +104,17 @@ def test_an_nginx_cluster_takes_only_plain_http_nodes(api):
     assert api.patch("/api/v1/clusters/edge/", {"router": nginx}, format="json").status_code == 200
     again = _add(api, http_url="https://127.0.0.1:8443")
     assert again.status_code == 400 and again.json()["errors"][0]["field"] == "http_url"
+
+
+def test_telemetry_skips_a_stored_node_outside_the_allowed_networks(api):
+    from telemetry.selectors import scrape_targets
+
+    urls = {"http_url": "http://127.0.0.1:9", "metrics_url": "http://127.0.0.1:10/metrics"}
+    assert _add(api, **urls).status_code == 201
+    TritonNode.objects.create(
+        cluster=TritonNode.objects.get().cluster,
+        name="old",
+        http_url="http://10.1.2.3:8000",
+        metrics_url="http://10.1.2.3:8002/metrics",
+    )
+    assert [t.url for t in scrape_targets()] == ["http://127.0.0.1:10/metrics"]
