@@ -45,6 +45,7 @@ def _patch(api, body):
         ({"metrics": {"source": "scrape", "interval": 1}}, "metrics.interval"),
         ({"metrics": {"source": "prometheus", "url": "http://169.254.169.254:80"}}, "metrics.url"),
         ({"push_mode": "filesystem"}, "repository_path"),
+        ({"gpu_type": "x" * 101}, "gpu_type"),  # a model-level check: used to answer 500
     ],
 )
 def test_unusable_cluster_settings_are_refused_and_nothing_changes(api, body, field):
