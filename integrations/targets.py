@@ -10,12 +10,25 @@ the server contact another host (SSRF).
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Sequence
 from urllib.parse import SplitResult, urlsplit
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 MAX_URL_LENGTH = 300
 _LOCALHOST = "localhost"
+
+
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 class TargetError(ValueError):
@@ -29,7 +42,10 @@ def parse_networks(values: str | Iterable[str]) -> tuple[Network, ...]:
 
 
 def check_host(host: str, networks: Sequence[Network]) -> None:
-    """Raise TargetError unless `host` may be contacted under the allow-list."""
+    """Raise TargetError unless `host` is an IP literal or a DNS name that may be contacted
+    under the allow-list."""
+    if not _is_ip(host) and not _HOSTNAME.fullmatch(host):
+        raise TargetError(f"Host {host[:80]!r} is not an IP address or a host name.")
     if not networks:
         return
     if host.lower() == _LOCALHOST:
@@ -51,7 +67,10 @@ def _split(url: object, schemes: Sequence[str]) -> SplitResult:
         raise TargetError("Must be a non-empty string.")
     if len(url) > MAX_URL_LENGTH or any(ch.isspace() or ord(ch) < 32 for ch in url):
         raise TargetError(f"Must be a URL of at most {MAX_URL_LENGTH} characters, no spaces.")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise TargetError(f"{url!r} is not a URL.") from None
     example = f"{schemes[0]}://host:port"
     try:
         port = parts.port

@@ -63,7 +63,7 @@ def number(value: Any, kind: type, low: float, high: float, field: str) -> float
         raise ReleaseInputError("Must be a number.", field)
     if kind is int and not (isinstance(value, int) or float(value).is_integer()):
         raise ReleaseInputError("Must be a whole number.", field)
-    if not math.isfinite(value) or not low <= value <= high:
+    if isinstance(value, float) and not math.isfinite(value) or not low <= value <= high:
         raise ReleaseInputError(f"Must be between {low:g} and {high:g}.", field)
     return int(value) if kind is int else float(value)
 
