@@ -19,6 +19,20 @@ PAGE_PARAMETERS = [
         "limit", OpenApiTypes.INT, description=f"page size, 1..{MAX_LIMIT} (default 100)"
     ),
     OpenApiParameter("offset", OpenApiTypes.INT, description="items to skip (default 0)"),
+    OpenApiParameter(
+        "X-Total-Count",
+        OpenApiTypes.INT,
+        location=OpenApiParameter.HEADER,
+        response=[200],
+        description="items in the whole list",
+    ),
+    OpenApiParameter(
+        "Link",
+        OpenApiTypes.STR,
+        location=OpenApiParameter.HEADER,
+        response=[200],
+        description='<url of the next page>; rel="next", while there is one',
+    ),
 ]
 
 
