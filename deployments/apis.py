@@ -54,7 +54,8 @@ class MetricsSerializer(_SettingsSerializer):
 
 
 class NodeSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
+    # The name is a path segment of the node's URL (/clusters/{name}/nodes/{node}/).
+    name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     http_url = serializers.CharField(max_length=300, help_text="http(s)://host:port")
     grpc_url = serializers.CharField(
         max_length=300, required=False, allow_blank=True, default="", help_text="host:port"

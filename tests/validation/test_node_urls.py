@@ -118,3 +118,14 @@ def test_telemetry_skips_a_stored_node_outside_the_allowed_networks(api):
         metrics_url="http://10.1.2.3:8002/metrics",
     )
     assert [t.url for t in scrape_targets()] == ["http://127.0.0.1:10/metrics"]
+
+
+@pytest.mark.parametrize("name", ["a/b", "../n", "n 1", "n1?x"])
+def test_a_node_name_must_fit_in_its_url(api, name):
+    """Its name is a path segment of the node's API URL: one with '/' could not be removed."""
+    response = api.post(
+        "/api/v1/clusters/edge/nodes/",
+        {"name": name, "http_url": "http://127.0.0.1:8000"},
+        format="json",
+    )
+    assert response.status_code == 400 and response.json()["errors"][0]["field"] == "name"
