@@ -170,6 +170,8 @@ def main() -> None:
         with start_cluster(2, Path(work), extra_args=extra) as fleet:
             settings.SWITCHYARD_STORAGE_ROOT = Path(work) / "artifacts"
             settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
+            # The bench's repository and router folder live in its temporary folder.
+            settings.SWITCHYARD_REPOSITORY_ROOTS = settings.SWITCHYARD_ROUTER_ROOTS = [work]
             from deployments.services import cluster_create, node_create
             from models_registry.services import team_create
             from tests.releases.test_release_flow import _model_with_baseline

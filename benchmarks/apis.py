@@ -7,6 +7,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
 from benchmarks import selectors, services
 from benchmarks.services import BenchmarkError
@@ -60,11 +61,17 @@ class BenchmarkCreateApi(APIView):
         model = serializers.CharField()
         version = serializers.IntegerField(min_value=1)
         cluster = serializers.CharField()
-        concurrency = serializers.ListField(child=serializers.IntegerField(), default=[1, 4, 16])
+        # Ranges: BENCHMARK_MAX_* and the tensor limits (checked by benchmark_create).
+        concurrency = serializers.ListField(
+            child=serializers.IntegerField(), default=[1, 4, 16], max_length=32
+        )
         duration_s = serializers.FloatField(default=10.0)
-        batch_size = serializers.IntegerField(min_value=1, default=1)
+        batch_size = serializers.IntegerField(min_value=1, max_value=2**31 - 1, default=1)
         dims_override = serializers.DictField(
-            child=serializers.ListField(child=serializers.IntegerField()), required=False
+            child=serializers.ListField(
+                child=serializers.IntegerField(min_value=0, max_value=2**62), max_length=16
+            ),
+            required=False,
         )
 
     @extend_schema(request=InputSerializer)
@@ -116,12 +123,12 @@ class BenchmarkCancelApi(APIView):
 class VersionBenchmarksApi(APIView):
     """GET /api/v1/models/{name}/versions/{v}/benchmarks/: a version's runs, newest first."""
 
-    @extend_schema(responses={200: BenchmarkSerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: BenchmarkSerializer(many=True)})
     def get(self, request, name, version):
         runs = selectors.version_benchmarks(
             version=model_version_or_404(model_name=name, version=version)
         )
-        return Response(BenchmarkSerializer(runs, many=True).data)
+        return paginated(request, runs, BenchmarkSerializer)
 
 
 class BenchmarkImportApi(APIView):

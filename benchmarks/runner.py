@@ -23,6 +23,7 @@ from tritonclient.utils import np_to_triton_dtype
 
 from benchmarks.analysis import level_summary, stats_delta
 from deployments.push import LoadPlan, client_for
+from deployments.validation import tensor_limits
 from integrations.triton.client import TritonClient
 from integrations.triton.errors import TritonError
 from integrations.triton.inputs import generate_inputs
@@ -116,7 +117,10 @@ def run_level(
     """One level: N threads for duration_s; (summary with server delta, cancelled?)."""
     concurrency = spec.concurrency[index]
     inputs = generate_inputs(
-        spec.plan.config_dict, batch_size=spec.batch_size, dims_override=spec.dims_override
+        spec.plan.config_dict,
+        batch_size=spec.batch_size,
+        dims_override=spec.dims_override,
+        limits=tensor_limits(),
     )
     stop = threading.Event()
     before = _stats(client, spec)
@@ -158,7 +162,10 @@ def _load(client: TritonClient, spec: SweepSpec) -> None:
 
 def _warm_up(client: TritonClient, spec: SweepSpec) -> None:
     inputs = generate_inputs(
-        spec.plan.config_dict, batch_size=spec.batch_size, dims_override=spec.dims_override
+        spec.plan.config_dict,
+        batch_size=spec.batch_size,
+        dims_override=spec.dims_override,
+        limits=tensor_limits(),
     )
     for _ in range(WARMUP_REQUESTS):
         client.infer(spec.temp_name, inputs, version=spec.version)

@@ -20,6 +20,7 @@ from benchmarks.models import BenchmarkRun
 from benchmarks.verdict import judge
 from deployments import push
 from deployments.models import TritonCluster, TritonNode
+from deployments.validation import tensor_limits
 from integrations.triton.errors import TritonError
 from integrations.triton.inputs import generate_inputs
 from models_registry.models import ModelVersion
@@ -96,7 +97,12 @@ def benchmark_create(
     _check_load(concurrency, duration_s)
     node = _node_of(cluster)
     try:  # the request shape must be valid before anything is queued
-        generate_inputs(version.config_json, batch_size=batch_size, dims_override=dims_override)
+        generate_inputs(
+            version.config_json,
+            batch_size=batch_size,
+            dims_override=dims_override,
+            limits=tensor_limits(),
+        )
     except ValueError as exc:
         raise BenchmarkError(str(exc), field="dims_override") from None
     run = BenchmarkRun(

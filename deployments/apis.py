@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.errors import errors_response
+from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments import selectors, services
 from deployments.services import DeploymentError
@@ -25,29 +26,43 @@ def _cluster_or_404(name: str):
     return cluster
 
 
-class RouterSerializer(serializers.Serializer):
-    driver = serializers.ChoiceField(choices=["nginx", "none"], default="none")
-    url = serializers.CharField(required=False, allow_blank=True, default="")
+class _SettingsSerializer(serializers.Serializer):
+    """An object of known string keys; the rules (deployments.validation) run in the service,
+    which names the refused key (`router.foo`)."""
 
     def to_internal_value(self, data):
-        known = super().to_internal_value(data)
-        extra = {k: v for k, v in data.items() if k not in known} if isinstance(data, dict) else {}
-        return {**extra, **known}
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be an object.")
+        return dict(data)
 
     def to_representation(self, instance):
-        return dict(instance)  # driver settings beyond driver/url are kept as given
+        return dict(instance)
 
 
-class MetricsSerializer(serializers.Serializer):
+class RouterSerializer(_SettingsSerializer):
+    driver = serializers.ChoiceField(choices=["nginx", "none"], default="none")
+    url = serializers.CharField(required=False, help_text="http(s)://host:port clients call")
+    listen = serializers.CharField(required=False, help_text="nginx only: 127.0.0.1:<port>")
+    prefix_dir = serializers.CharField(
+        required=False, help_text="nginx only: a folder under SWITCHYARD_ROUTER_ROOTS"
+    )
+
+
+class MetricsSerializer(_SettingsSerializer):
     source = serializers.ChoiceField(choices=["scrape", "prometheus"], default="scrape")
-    url = serializers.CharField(required=False, allow_blank=True, default="")
+    url = serializers.CharField(required=False, help_text="Prometheus base URL")
 
 
 class NodeSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
-    http_url = serializers.URLField()
-    grpc_url = serializers.CharField(required=False, allow_blank=True, default="")
-    metrics_url = serializers.URLField(required=False, allow_blank=True, default="")
+    # The name is a path segment of the node's URL (/clusters/{name}/nodes/{node}/).
+    name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
+    http_url = serializers.CharField(max_length=300, help_text="http(s)://host:port")
+    grpc_url = serializers.CharField(
+        max_length=300, required=False, allow_blank=True, default="", help_text="host:port"
+    )
+    metrics_url = serializers.CharField(
+        max_length=300, required=False, allow_blank=True, default="", help_text="http(s) URL"
+    )
     health = serializers.CharField(read_only=True)
     server_version = serializers.CharField(read_only=True)
     last_seen_at = serializers.DateTimeField(read_only=True)
@@ -74,9 +89,9 @@ class ClusterListCreateApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
-    @extend_schema(responses={200: ClusterSerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: ClusterSerializer(many=True)})
     def get(self, request):
-        return Response(ClusterSerializer(selectors.cluster_list(), many=True).data)
+        return paginated(request, selectors.cluster_list(), ClusterSerializer)
 
     @extend_schema(request=ClusterSerializer, responses={201: ClusterSerializer})
     def post(self, request):
@@ -104,7 +119,10 @@ class ClusterDetailApi(APIView):
         data = ClusterSerializer(cluster, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         fields = {k: v for k, v in data.validated_data.items() if k != "name"}
-        services.cluster_update(cluster=cluster, actor=request.user, **fields)
+        try:
+            services.cluster_update(cluster=cluster, actor=request.user, **fields)
+        except DeploymentError as exc:
+            return _refused(exc)
         return Response(ClusterSerializer(selectors.cluster_get(name=name)).data)
 
 
@@ -113,9 +131,9 @@ class NodeListCreateApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
-    @extend_schema(responses={200: NodeSerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: NodeSerializer(many=True)})
     def get(self, request, name):
-        return Response(NodeSerializer(_cluster_or_404(name).nodes.all(), many=True).data)
+        return paginated(request, _cluster_or_404(name).nodes.all(), NodeSerializer)
 
     @extend_schema(request=NodeSerializer, responses={201: NodeSerializer})
     def post(self, request, name):

@@ -124,8 +124,13 @@ def _run_deploy(deployment: Deployment) -> Deployment:
     try:
         plan = _plan(cluster, staged, blobs)
     except push.CorruptArtifact as exc:
+        why = (
+            "the cluster's repository folder is refused"
+            if isinstance(exc, push.RepositoryRefused)
+            else "the stored files failed verification"
+        )
         DeploymentNode.objects.filter(deployment=deployment).update(
-            status=Status.SKIPPED, error="not loaded: the stored files failed verification"
+            status=Status.SKIPPED, error=f"not loaded: {why}"
         )
         return deployment_finish(deployment, ok=False, error=f"Refused before any load: {exc}.")
     outcomes, unwritten = _load_everywhere(deployment, nodes, plan, target.version)

@@ -51,10 +51,11 @@ class TritonNode(models.Model):
 
     cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="nodes")
     name = models.CharField(max_length=100)
-    http_url = models.URLField(max_length=300)
+    # http(s)://host:port; node_create checks it (deployments.validation), stricter than a URL.
+    http_url = models.CharField(max_length=300)
     # host:port of Triton's gRPC endpoint; model control goes there when set (docs/TRITON.md §api).
     grpc_url = models.CharField(max_length=300, blank=True)
-    metrics_url = models.URLField(max_length=300, blank=True)
+    metrics_url = models.CharField(max_length=300, blank=True)
     health = models.CharField(max_length=10, choices=Health.choices, default=Health.UNKNOWN)
     server_version = models.CharField(max_length=50, blank=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
@@ -63,7 +64,10 @@ class TritonNode(models.Model):
     class Meta:
         ordering = ["cluster", "name"]
         constraints = [
-            models.UniqueConstraint(fields=["cluster", "name"], name="node_name_unique_in_cluster")
+            models.UniqueConstraint(fields=["cluster", "name"], name="node_name_unique_in_cluster"),
+            models.UniqueConstraint(
+                fields=["cluster", "http_url"], name="node_url_unique_in_cluster"
+            ),
         ]
 
     def __str__(self) -> str:

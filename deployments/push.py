@@ -25,8 +25,10 @@ from django.conf import settings
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
+from deployments.validation import node_urls_check, repository_dir, tensor_limits
+from integrations.paths import PathError
 from integrations.triton.client import TritonClient
-from integrations.triton.errors import TritonError
+from integrations.triton.errors import PermanentTritonError, TritonError
 from integrations.triton.inputs import generate_inputs
 from integrations.triton.model_config import add_native_warmup, config_for_serving
 from models_registry.models import ModelVersion
@@ -37,6 +39,11 @@ T = TypeVar("T")
 
 class CorruptArtifact(Exception):
     """A stored file no longer matches its recorded hash; nothing may be loaded from it."""
+
+
+class RepositoryRefused(CorruptArtifact):
+    """The cluster's repository folder is outside SWITCHYARD_REPOSITORY_ROOTS: nothing is
+    written or removed there (caught where a corrupt artifact is: refused before any load)."""
 
 
 @dataclass
@@ -155,8 +162,17 @@ def build_plan(
 
 
 def materialize(repository: str, versions: Sequence[ModelVersion], plan: LoadPlan) -> None:
-    """Filesystem mode: write each version folder atomically (temp folder, then rename)."""
-    model_dir = Path(repository) / plan.model
+    """Filesystem mode: write each version folder atomically (temp folder, then rename).
+
+    The repository is checked under SWITCHYARD_REPOSITORY_ROOTS first (RepositoryRefused).
+    """
+    try:
+        root = repository_dir(repository)
+    except PathError as exc:
+        raise RepositoryRefused(f"repository_path: {exc}") from None
+    model_dir = root / plan.model
+    if model_dir.parent != root:
+        raise RepositoryRefused(f"model name {plan.model!r} is not a plain folder name")
     model_dir.mkdir(parents=True, exist_ok=True)
     for version in versions:
         target = model_dir / str(version.version)
@@ -210,6 +226,14 @@ def _bytecode_folders(paths: Sequence[str]) -> set[str]:
 
 
 def client_for(node) -> TritonClient:
+    """A client of the node; PermanentTritonError (nothing contacted) when a stored address
+    is unusable or outside SWITCHYARD_ALLOWED_TARGET_NETWORKS."""
+    errors = node_urls_check(http=node.http_url, grpc=node.grpc_url, metrics=node.metrics_url)
+    if errors:
+        field, message = next(iter(errors.items()))
+        raise PermanentTritonError(
+            f"Node {node.name}: {field}: {message}", node=str(node.http_url), operation="connect"
+        )
     return TritonClient(
         node.http_url,
         node.grpc_url or None,
@@ -222,7 +246,7 @@ def client_for(node) -> TritonClient:
 def warmup_inputs(config_dict: dict) -> dict:
     """The warm-up request (the push's own and the native warm-up's sample): the smallest
     valid request the config allows, batch 1, every variable dim 1."""
-    return generate_inputs(config_dict, batch_size=1, variable_dim=1)
+    return generate_inputs(config_dict, batch_size=1, variable_dim=1, limits=tensor_limits())
 
 
 def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutcome:

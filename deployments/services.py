@@ -1,8 +1,10 @@
 """Writes for clusters, nodes and deployments. Triton is called outside transactions only."""
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
@@ -16,6 +18,15 @@ from deployments.models import (
     TritonCluster,
     TritonNode,
 )
+from deployments.validation import (
+    cluster_metrics,
+    cluster_router,
+    node_urls_check,
+    repository_dir,
+)
+from integrations.metrics_source import MetricsSettingsError
+from integrations.paths import PathError
+from integrations.routers.settings import RouterSettingsError
 from models_registry.models import Model, ModelVersion
 
 
@@ -28,8 +39,6 @@ class DeploymentError(Exception):
 
 
 def _save_new(obj, *, what: str, actor, action: str, details: dict | None = None):
-    from django.core.exceptions import ValidationError
-
     try:
         obj.full_clean()
     except ValidationError as exc:
@@ -40,37 +49,76 @@ def _save_new(obj, *, what: str, actor, action: str, details: dict | None = None
             obj.save()
             audit_record(actor=actor, action=action, obj=obj, details=details or {})
     except IntegrityError as exc:
+        if "node_url_unique_in_cluster" in str(exc):
+            raise DeploymentError(
+                "This URL is already a node of the cluster.", field="http_url"
+            ) from exc
         raise DeploymentError(f"{what} already exists.", field="name") from exc
     return obj
 
 
 def cluster_create(*, actor, **fields) -> TritonCluster:
-    """Register a Triton cluster; audited."""
+    """Register a Triton cluster; its settings checked (DeploymentError naming the field)."""
     cluster = TritonCluster(**fields)
-    if cluster.push_mode == TritonCluster.PushMode.FILESYSTEM and not cluster.repository_path:
-        raise DeploymentError(
-            "Filesystem push mode needs the cluster's repository path.", field="repository_path"
-        )
+    cluster_settings_check(cluster)
     return _save_new(
         cluster, what=f"A cluster named '{cluster.name}'", actor=actor, action="cluster.created"
     )
 
 
 def cluster_update(*, cluster: TritonCluster, actor, **fields) -> TritonCluster:
-    """Change a cluster's settings (router, metrics, cost, ...); audited with before/after."""
-    before = {k: getattr(cluster, k) for k in fields}
+    """Change a cluster's settings (router, metrics, cost, ...); audited with before/after.
+
+    The cluster as it would be is checked first: refused with DeploymentError (nothing
+    stored, `cluster` unchanged) when a setting is unusable.
+    """
+    changed = copy.copy(cluster)
     for key, value in fields.items():
-        setattr(cluster, key, value)
-    cluster.full_clean()
+        setattr(changed, key, value)
+    cluster_settings_check(changed)
+    try:
+        changed.full_clean()
+    except ValidationError as exc:
+        field, messages = next(iter(exc.message_dict.items()))
+        raise DeploymentError(messages[0], field=None if field == "__all__" else field) from None
+    before = {k: getattr(cluster, k) for k in fields}
     with transaction.atomic():
-        cluster.save()
+        changed.save()
         audit_record(
             actor=actor,
             action="cluster.updated",
-            obj=cluster,
+            obj=changed,
             details={"before": _plain(before), "after": _plain(fields)},
         )
-    return cluster
+    return changed
+
+
+def cluster_settings_check(cluster: TritonCluster) -> None:
+    """Raise DeploymentError (field such as `router.listen`) unless the cluster's router,
+    metrics source and repository folder are usable; the rules live in integrations."""
+    try:
+        router = cluster_router(cluster)
+        cluster_metrics(cluster)
+    except (RouterSettingsError, MetricsSettingsError) as exc:
+        raise DeploymentError(exc.message, field=exc.field) from None
+    if (
+        router.driver == "nginx"
+        and cluster.pk
+        and cluster.nodes.filter(http_url__startswith="https:")
+    ):
+        raise DeploymentError(
+            "The nginx router proxies plain HTTP and this cluster has https:// nodes.",
+            field="router.driver",
+        )
+    if cluster.push_mode == TritonCluster.PushMode.FILESYSTEM and not cluster.repository_path:
+        raise DeploymentError(
+            "Filesystem push mode needs the cluster's repository path.", field="repository_path"
+        )
+    if cluster.repository_path:
+        try:
+            repository_dir(cluster.repository_path)
+        except PathError as exc:
+            raise DeploymentError(str(exc), field="repository_path") from None
 
 
 def _plain(values: dict) -> dict:
@@ -81,8 +129,25 @@ def _plain(values: dict) -> dict:
 
 
 def node_create(*, cluster: TritonCluster, actor, **fields) -> TritonNode:
-    """Add a node to a cluster; audited. Health is learned by reconcile."""
+    """Add a node to a cluster; audited. Health is learned by reconcile.
+
+    Its addresses must be usable by every consumer and inside the allowed networks, and its
+    HTTP URL unique in the cluster (DeploymentError naming the field otherwise).
+    """
     node = TritonNode(cluster=cluster, **fields)
+    errors = node_urls_check(http=node.http_url, grpc=node.grpc_url, metrics=node.metrics_url)
+    if errors:
+        field, message = next(iter(errors.items()))
+        raise DeploymentError(message, field=field)
+    if node.http_url.startswith("https:") and cluster_router(cluster).driver == "nginx":
+        raise DeploymentError(
+            "The cluster's nginx router proxies plain HTTP: give the node an http:// URL.",
+            field="http_url",
+        )
+    if cluster.nodes.filter(http_url=node.http_url).exists():
+        raise DeploymentError(
+            f"Node {node.http_url} is already in {cluster.name}.", field="http_url"
+        )
     return _save_new(
         node,
         what=f"A node named '{node.name}' in {cluster.name}",

@@ -9,6 +9,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
 from models_registry import selectors, services
 from models_registry.downloads import version_archive
@@ -47,9 +48,9 @@ class TeamListCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=100)
 
-    @extend_schema(responses={200: TeamOutputSerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: TeamOutputSerializer(many=True)})
     def get(self, request):
-        return Response(TeamOutputSerializer(selectors.team_list(), many=True).data)
+        return paginated(request, selectors.team_list(), TeamOutputSerializer)
 
     @extend_schema(request=InputSerializer, responses={201: TeamOutputSerializer})
     def post(self, request):
@@ -150,13 +151,13 @@ class ModelListCreateApi(APIView):
         tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
         sla = SlaSerializer(required=False)
 
-    @extend_schema(responses={200: ModelOutputSerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: ModelOutputSerializer(many=True)})
     def get(self, request):
         q = request.query_params
         models = selectors.model_list(
             search=q.get("search", ""), team=q.get("team", ""), tag=q.get("tag", "")
         )
-        return Response(ModelOutputSerializer(models, many=True).data)
+        return paginated(request, models, ModelOutputSerializer)
 
     @extend_schema(request=InputSerializer, responses={201: ModelOutputSerializer})
     def post(self, request):
@@ -244,10 +245,10 @@ class VersionListCreateApi(APIView):
         source_commit = serializers.CharField(required=False, allow_blank=True, max_length=100)
         training_run_url = serializers.URLField(required=False, allow_blank=True, max_length=500)
 
-    @extend_schema(responses={200: VersionSummarySerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: VersionSummarySerializer(many=True)})
     def get(self, request, name):
         versions = selectors.model_versions(model=_model_or_404(name))
-        return Response(VersionSummarySerializer(versions, many=True).data)
+        return paginated(request, versions, VersionSummarySerializer)
 
     @extend_schema(request=InputSerializer, responses={201: VersionSummarySerializer})
     def post(self, request, name):

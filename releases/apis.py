@@ -1,17 +1,20 @@
 """Releases REST resources (API.md, Releases)."""
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.errors import errors_response
+from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments.models import TritonCluster
 from deployments.selectors import cluster_get
+from integrations.routers.base import MAX_HEADER_NAME
 from models_registry.selectors import model_version_find
 from releases import selectors, services
+from releases.inputs import MAX_STEPS, PROGRESS_DEADLINE_S, STEP_INTERVAL_S
 from releases.services import ReleaseError
 
 
@@ -54,15 +57,30 @@ class ReleaseSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField()
 
     def get_router_url(self, obj) -> str:
-        return obj.cluster.router.get("url", "")
+        router = obj.cluster.router
+        return str(router.get("url", "")) if isinstance(router, dict) else ""
+
+
+# A release's detail embeds its latest events and analyses; the whole log is paginated at
+# GET /api/v1/releases/{id}/events/.
+DETAIL_EVENTS = 100
+DETAIL_ANALYSES = 50
 
 
 class ReleaseDetailSerializer(ReleaseSerializer):
     analyses = serializers.SerializerMethodField()
-    events = EventSerializer(many=True)
+    events = serializers.SerializerMethodField()
 
-    def get_analyses(self, obj) -> list:
-        return [e.data for e in obj.events.all() if e.kind == "analysis"]
+    def get_analyses(self, obj) -> list[dict]:
+        recent = selectors.release_recent_events(
+            release=obj, limit=DETAIL_ANALYSES, kind="analysis"
+        )
+        return [e.data for e in recent]
+
+    @extend_schema_field(EventSerializer(many=True))
+    def get_events(self, obj) -> list:
+        recent = selectors.release_recent_events(release=obj, limit=DETAIL_EVENTS)
+        return EventSerializer(recent, many=True).data
 
 
 class ReleaseListCreateApi(APIView):
@@ -75,17 +93,32 @@ class ReleaseListCreateApi(APIView):
         model = serializers.CharField()
         candidate_version = serializers.IntegerField(min_value=1)
         strategy = serializers.ChoiceField(choices=["canary", "blue_green"], default="canary")
-        steps = serializers.ListField(child=serializers.FloatField(), required=False)
-        step_interval_s = serializers.FloatField(min_value=1, default=30)
+        # Ranges and cross-field rules: releases/inputs.py (checked by release_create).
+        steps = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=100),
+            required=False,
+            max_length=MAX_STEPS,
+        )
+        step_interval_s = serializers.FloatField(
+            min_value=STEP_INTERVAL_S[0], max_value=STEP_INTERVAL_S[1], default=30
+        )
         analysis = serializers.DictField(required=False)
-        manual_gates = serializers.ListField(child=serializers.FloatField(), required=False)
-        sticky_header = serializers.CharField(required=False, allow_blank=True, default="")
-        progress_deadline_s = serializers.FloatField(min_value=10, default=600)
+        manual_gates = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=100),
+            required=False,
+            max_length=MAX_STEPS,
+        )
+        sticky_header = serializers.CharField(
+            required=False, allow_blank=True, default="", max_length=MAX_HEADER_NAME
+        )
+        progress_deadline_s = serializers.FloatField(
+            min_value=PROGRESS_DEADLINE_S[0], max_value=PROGRESS_DEADLINE_S[1], default=600
+        )
         require_benchmark = serializers.BooleanField(required=False, allow_null=True, default=None)
 
-    @extend_schema(responses={200: ReleaseSerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: ReleaseSerializer(many=True)})
     def get(self, request):
-        return Response(ReleaseSerializer(selectors.release_list(), many=True).data)
+        return paginated(request, selectors.release_list(limit=None), ReleaseSerializer)
 
     @extend_schema(request=InputSerializer, responses={201: ReleaseSerializer})
     def post(self, request):
@@ -117,10 +150,21 @@ class ReleaseDetailApi(APIView):
 
     @extend_schema(responses={200: ReleaseDetailSerializer})
     def get(self, request, release_id):
-        release = selectors.release_get(release_id=release_id)
+        release = selectors.release_get(release_id=release_id, with_events=False)
         if release is None:
             raise Http404(f"No release {release_id}.")
         return Response(ReleaseDetailSerializer(release).data)
+
+
+class ReleaseEventsApi(APIView):
+    """GET /api/v1/releases/{id}/events/: the release's whole event log, oldest first, paged."""
+
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: EventSerializer(many=True)})
+    def get(self, request, release_id):
+        release = selectors.release_get(release_id=release_id, with_events=False)
+        if release is None:
+            raise Http404(f"No release {release_id}.")
+        return paginated(request, selectors.release_events(release=release), EventSerializer)
 
 
 class ReleaseActionApi(APIView):

@@ -5,6 +5,12 @@ from django.db import models
 
 from deployments.models import TritonCluster
 from models_registry.models import Model, ModelVersion
+from releases.inputs import (
+    AnalysisSettings,
+    ReleaseInputError,
+    parse_analysis,
+    parse_stored_steps,
+)
 from releases.state_machine import TERMINAL, Phase, Spec, State, Step
 
 PHASES = [(p.value, p.value) for p in Phase]
@@ -67,10 +73,19 @@ class Release(models.Model):
     def is_active(self) -> bool:
         return Phase(self.phase) not in TERMINAL
 
+    def analysis_settings(self) -> AnalysisSettings:
+        """The analysis knobs, parsed (ReleaseInputError for a junk stored value)."""
+        return parse_analysis(self.analysis or {})
+
     @property
     def analysis_interval_s(self) -> float:
-        """Seconds between two interval analyses (the step interval unless set apart)."""
-        return float((self.analysis or {}).get("interval_s", self.step_interval_s))
+        """Seconds between two interval analyses (the step interval unless set apart; also
+        for a junk stored value, which the tick refuses on its own)."""
+        try:
+            interval = self.analysis_settings().interval_s
+        except ReleaseInputError:
+            interval = None
+        return interval if interval is not None else float(self.step_interval_s)
 
     @property
     def next_check_at(self) -> float | None:
@@ -81,13 +96,14 @@ class Release(models.Model):
         return float(start["at"]) + self.analysis_interval_s
 
     def spec(self) -> Spec:
-        analysis = self.analysis or {}
+        """The state machine's spec; ReleaseInputError when a stored setting is junk."""
+        analysis = self.analysis_settings()
         return Spec(
-            steps=tuple(Step(float(s["weight"]), bool(s.get("manual_gate"))) for s in self.steps),
+            steps=tuple(Step(w, gate) for w, gate in parse_stored_steps(self.steps)),
             step_interval_s=self.step_interval_s,
-            min_requests=int(analysis.get("min_requests", 50)),
-            max_failed_checks=int(analysis.get("max_failed_checks", 2)),
-            latency_tolerance=float(analysis.get("latency_tolerance", 1.3)),
+            min_requests=analysis.min_requests,
+            max_failed_checks=analysis.max_failed_checks,
+            latency_tolerance=analysis.latency_tolerance,
             progress_deadline_s=self.progress_deadline_s,
             drain_s=self.drain_s,
             strategy=self.strategy,

@@ -13,6 +13,7 @@ from pathlib import Path
 from django.conf import settings
 
 from deployments import push
+from deployments.validation import node_urls_check
 from integrations.routers.access_log import AccessLogTail, parse_routed, percentile
 from integrations.triton.errors import TritonError
 from integrations.triton.metrics import parse_metrics
@@ -49,7 +50,10 @@ def _counters(text: str, model: str) -> tuple[dict, dict, dict]:
 
 
 def node_view(node, model: str, candidate: int) -> NodeView:
-    """One node: readiness of the candidate and the model's counters; never raises."""
+    """One node: readiness of the candidate and the model's counters; never raises. A node
+    whose stored address is unusable or outside the allowed networks is not contacted."""
+    if node_urls_check(http=node.http_url, grpc=node.grpc_url, metrics=node.metrics_url):
+        return NodeView(False)
     try:
         seen = probe_model(
             node.http_url,

@@ -11,7 +11,10 @@ from deployments.locks import advisory_lock
 from deployments.models import TritonCluster, TritonNode
 from deployments.push import client_for
 from deployments.selectors import desired_state
+from deployments.validation import cluster_router, router_dir
+from integrations.paths import PathError
 from integrations.routers import ModelRoute, RouterDriver, RouterState, get_driver
+from integrations.routers.settings import RouterSettingsError
 from integrations.triton.errors import TritonError
 
 _DRIVERS: dict[str, RouterDriver] = {}
@@ -30,29 +33,50 @@ def router_changing(cluster: TritonCluster) -> Iterator[None]:
 
 
 def router_prefix(cluster: TritonCluster) -> Path:
-    return Path(
-        cluster.router.get("prefix_dir") or settings.SWITCHYARD_VAR_DIR / "routers" / cluster.name
+    """The router's folder, checked under SWITCHYARD_ROUTER_ROOTS (RouterSettingsError)."""
+    prefix = cluster_router(cluster).prefix_dir or str(
+        Path(settings.SWITCHYARD_VAR_DIR) / "routers" / cluster.name
     )
+    try:
+        return router_dir(prefix)
+    except PathError as exc:
+        raise RouterSettingsError(str(exc), "router.prefix_dir") from None
 
 
 def router_for(cluster: TritonCluster) -> RouterDriver:
-    """The driver of a cluster's router (`none` when none is configured)."""
-    kind = cluster.router.get("driver", "none")
-    key = f"{cluster.pk}:{kind}:{cluster.router.get('listen', '')}"
+    """The driver of a cluster's router (`none` when none is configured).
+
+    Raises RouterSettingsError (a RouterError) when the stored settings are unusable, so
+    the caller refuses this cluster and goes on with the others.
+    """
+    router = cluster_router(cluster)
+    key = f"{cluster.pk}:{router.driver}:{router.listen}:{router.prefix_dir}"
     if key not in _DRIVERS:
-        if kind == "nginx":
-            _DRIVERS[key] = get_driver(
-                "nginx", prefix_dir=str(router_prefix(cluster)), listen=cluster.router["listen"]
-            )
+        if router.driver == "nginx":
+            prefix = str(router_prefix(cluster))
+            _DRIVERS[key] = get_driver("nginx", prefix_dir=prefix, listen=router.listen)
         else:
             _DRIVERS[key] = get_driver("none")
     return _DRIVERS[key]
 
 
+def router_driver_name(cluster: TritonCluster) -> str:
+    """'nginx' or 'none'; 'none' also for settings that no longer parse (nothing to run)."""
+    try:
+        return cluster_router(cluster).driver
+    except RouterSettingsError:
+        return "none"
+
+
 def access_log_path(cluster: TritonCluster) -> Path | None:
-    if cluster.router.get("driver") != "nginx":
+    """The nginx router's access log; None without one (or with unusable settings: the
+    tick's effects report those when they apply the router)."""
+    if router_driver_name(cluster) != "nginx":
         return None
-    return router_prefix(cluster) / "logs" / "access.log"
+    try:
+        return router_prefix(cluster) / "logs" / "access.log"
+    except RouterSettingsError:
+        return None
 
 
 def route_for(release, weight: float) -> ModelRoute:
@@ -81,7 +105,7 @@ def router_sync(cluster: TritonCluster) -> bool:
     none. The routes nginx serves stay as they are. A router that is not running is left
     alone: whoever starts it (run_router, a release) applies the whole state.
     """
-    if cluster.router.get("driver") != "nginx":
+    if cluster_router(cluster).driver != "nginx":  # unusable settings: RouterSettingsError
         return False
     router = router_for(cluster)
     with router_changing(cluster):

@@ -2,39 +2,57 @@
 
 from django.db.models import QuerySet
 
-from releases.models import Release
+from releases.models import Release, ReleaseEvent
 
 _RELATED = ("cluster", "model", "baseline", "candidate", "created_by")
 
 
-def release_list(*, cluster=None, model=None, limit: int = 100) -> QuerySet[Release]:
+def release_list(*, cluster=None, model=None, limit: int | None = 100) -> QuerySet[Release]:
+    """Releases, newest first; the first `limit` (None: all, for a paginated API)."""
     qs = Release.objects.select_related(*_RELATED)
     if cluster is not None:
         qs = qs.filter(cluster=cluster)
     if model is not None:
         qs = qs.filter(model=model)
-    return qs[:limit]
+    return qs[:limit] if limit is not None else qs
 
 
-def release_get(*, release_id: int) -> Release | None:
-    return (
-        Release.objects.select_related(*_RELATED)
-        .prefetch_related("events")
-        .filter(pk=release_id)
-        .first()
-    )
+def release_get(*, release_id: int, with_events: bool = True) -> Release | None:
+    """One release; `with_events` prefetches its whole event log (the console's page)."""
+    qs = Release.objects.select_related(*_RELATED)
+    if with_events:
+        qs = qs.prefetch_related("events")
+    return qs.filter(pk=release_id).first()
+
+
+def release_events(*, release: Release, kind: str = "") -> QuerySet[ReleaseEvent]:
+    """A release's events, oldest first (optionally of one kind)."""
+    qs = ReleaseEvent.objects.filter(release=release).order_by("created_at", "id")
+    return qs.filter(kind=kind) if kind else qs
+
+
+def release_recent_events(*, release: Release, limit: int, kind: str = "") -> list[ReleaseEvent]:
+    """The latest `limit` events (of `kind`), oldest first."""
+    newest = release_events(release=release, kind=kind).reverse()[:limit]
+    return list(reversed(newest))
 
 
 def router_view(*, cluster) -> dict:
     """What the cluster's router does now, for the cluster page: driver, whether it runs,
     which nodes it sends to, and each route's split (from the running router itself)."""
+    from deployments.validation import cluster_router
+    from integrations.routers.settings import RouterSettingsError
     from releases.routing import router_for
 
-    view = {"driver": cluster.router.get("driver", "none"), "listen": "", "running": False}
-    view |= {"nodes": [], "routes": []}
+    view = {"driver": "none", "listen": "", "running": False, "nodes": [], "routes": []}
+    try:
+        settings = cluster_router(cluster)
+    except RouterSettingsError as exc:
+        return view | {"error": f"{exc.field}: {exc.message}"}
+    view["driver"] = settings.driver
     if view["driver"] != "nginx":
         return view
-    view["listen"] = cluster.router.get("listen", "")
+    view["listen"] = settings.listen
     live = router_for(cluster).current()
     routed = set(live.upstreams) if live is not None else set()
     view["running"] = live is not None

@@ -25,8 +25,15 @@ from deployments.services import (
 from models_registry.models import Model
 from releases import effects, events, observe
 from releases.analysis import SLA, analyze, fast_guard, statistical_judge
+from releases.inputs import (
+    ReleaseInputError,
+    check_spec_numbers,
+    check_sticky_header,
+    parse_analysis,
+    parse_steps,
+)
 from releases.models import Release, ReleaseEvent
-from releases.routing import access_log_path
+from releases.routing import access_log_path, router_driver_name
 from releases.state_machine import ACTIONS, GUARDED, TERMINAL, Observation, Phase, State, decide
 
 LOCK_NAMESPACE = 7302
@@ -42,10 +49,19 @@ class ReleaseError(Exception):
         self.message, self.field, self.status = message, field, status
 
 
-def _steps(strategy: str, steps: list[float], manual_gates: list[float]) -> list[dict]:
-    if strategy == "blue_green":
-        return [{"weight": 100.0, "manual_gate": 100.0 in manual_gates}]
-    return [{"weight": float(w), "manual_gate": float(w) in manual_gates} for w in steps]
+def _checked_inputs(
+    *, strategy, steps, manual_gates, step_interval_s, progress_deadline_s, analysis, sticky
+) -> list[dict]:
+    """The stored steps, once every release setting is within its rules (ReleaseError)."""
+    try:
+        if strategy not in ("canary", "blue_green"):
+            raise ReleaseInputError("Use canary or blue_green.", "strategy")
+        check_spec_numbers(step_interval_s, progress_deadline_s)
+        parse_analysis(analysis)
+        check_sticky_header(sticky)
+        return parse_steps(strategy, steps or [5, 25, 50, 100], manual_gates or [])
+    except ReleaseInputError as exc:
+        raise ReleaseError(exc.message, field=exc.field) from None
 
 
 def release_create(
@@ -64,6 +80,15 @@ def release_create(
     require_benchmark: bool | None = None,
 ) -> Release:
     """Record a release of `candidate` against what serves now; validated; audited."""
+    spec_steps = _checked_inputs(
+        strategy=strategy,
+        steps=steps,
+        manual_gates=manual_gates,
+        step_interval_s=step_interval_s,
+        progress_deadline_s=progress_deadline_s,
+        analysis=analysis,
+        sticky=sticky_header,
+    )
     model = candidate.model
     current = serving_versions(cluster=cluster, model=model)
     if len(current) != 1:
@@ -77,7 +102,7 @@ def release_create(
         raise ReleaseError(
             f"v{candidate.version} already serves on {cluster.name}.", field="candidate_version"
         )
-    if strategy == "canary" and cluster.router.get("driver", "none") == "none":
+    if strategy == "canary" and router_driver_name(cluster) == "none":
         raise ReleaseError(
             f"Cluster {cluster.name} has no router: a weighted canary needs one; "
             "use strategy blue_green.",
@@ -88,7 +113,6 @@ def release_create(
         benchmark_gate_check(version=candidate, required=required)
     except BenchmarkGateError as exc:
         raise ReleaseError(str(exc) + ".", field="candidate_version") from None
-    spec_steps = _steps(strategy, steps or [5, 25, 50, 100], manual_gates or [])
     release = Release(
         cluster=cluster,
         model=model,
@@ -199,14 +223,13 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
         return
     metrics = observe.interval_metrics(release, views, interval["start"])
     if phase in GUARDED:
+        knobs = release.analysis_settings()  # defaults and ranges: releases/inputs.py
         guard = fast_guard(
             metrics["candidate"],
             _sla(release),
-            # Defaults: react within a couple of seconds to a clearly failing candidate (a
-            # 99.5 % lower bound above 5 % errors), never to one unlucky request.
-            min_requests=int(release.analysis.get("fast_guard_min_requests", 10)),
-            error_rate_floor=float(release.analysis.get("fast_guard_error_floor", 0.05)),
-            z=float(release.analysis.get("fast_guard_z", 2.58)),
+            min_requests=knobs.fast_guard_min_requests,
+            error_rate_floor=knobs.fast_guard_error_floor,
+            z=knobs.fast_guard_z,
         )
         obs.update(fast_guard_tripped=guard.tripped, fast_guard_reason=guard.reason)
     if phase == Phase.PROGRESSING and now - interval["start"]["at"] >= release.analysis_interval_s:
@@ -216,7 +239,7 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
             _sla(release),
             min_requests=spec.min_requests,
             latency_tolerance=spec.latency_tolerance,
-            latency_margin_ms=float(release.analysis.get("latency_margin_ms", 1.0)),
+            latency_margin_ms=release.analysis_settings().latency_margin_ms,
         )
         obs.update(verdict=verdict.result, verdict_reason=verdict.reason, verdict_at=now)
         release.last_analysis = events.analysis_payload(
@@ -286,6 +309,11 @@ def release_tick(*, release_id: int) -> Release | None:
             log.warning("release %s is gone: nothing to tick", release_id)
             return None
         if not release.is_active:
+            return release
+        try:
+            release.spec()
+        except ReleaseInputError as exc:
+            log.error("release %s not ticked: its stored %s", release_id, exc)
             return release
         stored = copy.deepcopy({name: getattr(release, name) for name in _TICK_WRITES})
         obs = _observe(release)

@@ -27,7 +27,10 @@ def tick_active() -> int:
         Release.objects.exclude(phase__in=[p.value for p in TERMINAL]).values_list("pk", flat=True)
     )
     for release_id in ids:
-        release_tick(release_id=release_id)
+        try:
+            release_tick(release_id=release_id)
+        except Exception:  # one release's failure must not starve the others of ticks
+            log.exception("tick of release %s failed", release_id)
     return len(ids)
 
 

@@ -6,6 +6,11 @@ urlpatterns = [
     path("releases/", apis.ReleaseListCreateApi.as_view(), name="api-releases"),
     path("releases/<int:release_id>/", apis.ReleaseDetailApi.as_view(), name="api-release"),
     path(
+        "releases/<int:release_id>/events/",
+        apis.ReleaseEventsApi.as_view(),
+        name="api-release-events",
+    ),
+    path(
         "releases/<int:release_id>/actions/",
         apis.ReleaseActionApi.as_view(),
         name="api-release-actions",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -9,10 +10,13 @@ from urllib.parse import urlsplit
 from django.db.models import Avg, F, Max, Sum
 
 from deployments.models import TritonCluster, TritonNode
+from deployments.validation import cluster_metrics, node_urls_check
+from integrations.metrics_source import MetricsSettings, MetricsSettingsError
 from telemetry.collector import Target
 from telemetry.models import Rollup
 
 MAX_POINTS = 20000
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -24,8 +28,18 @@ class PrometheusCluster:
     instances: tuple[tuple[str, str], ...]
 
 
+def _metrics(cluster: TritonCluster) -> MetricsSettings | None:
+    """The cluster's metrics source; None (logged, cluster skipped) when it is unusable."""
+    try:
+        return cluster_metrics(cluster)
+    except MetricsSettingsError as exc:
+        log.warning("metrics of cluster %s not collected: %s: %s", cluster, exc.field, exc)
+        return None
+
+
 def _source(cluster: TritonCluster) -> str:
-    return (cluster.metrics or {}).get("source") or "scrape"
+    metrics = _metrics(cluster)
+    return metrics.source if metrics else "none"
 
 
 def _nodes_with_metrics():
@@ -37,17 +51,26 @@ def scrape_targets() -> list[Target]:
     return [
         Target(node.cluster.name, node.name, node.metrics_url)
         for node in _nodes_with_metrics()
-        if _source(node.cluster) == "scrape"
+        if _source(node.cluster) == "scrape" and _may_scrape(node)
     ]
+
+
+def _may_scrape(node: TritonNode) -> bool:
+    """False (logged) for a stored address that is unusable or outside the allowed networks."""
+    errors = node_urls_check(http=node.http_url, grpc=node.grpc_url, metrics=node.metrics_url)
+    if errors:
+        log.warning("node %s not scraped: %s", node, "; ".join(errors.values()))
+    return not errors
 
 
 def prometheus_clusters() -> list[PrometheusCluster]:
     """Clusters whose metrics come from Prometheus, with each node's `instance` label."""
     out = []
     for cluster in TritonCluster.objects.prefetch_related("nodes"):
-        url = (cluster.metrics or {}).get("url", "")
-        if _source(cluster) != "prometheus" or not url:
+        metrics = _metrics(cluster)
+        if metrics is None or metrics.source != "prometheus" or not metrics.url:
             continue
+        url = metrics.url
         instances = tuple(
             (urlsplit(n.metrics_url).netloc, n.name) for n in cluster.nodes.all() if n.metrics_url
         )

@@ -260,3 +260,19 @@ BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default
 SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS = env.bool(
     "SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS", default=False
 )
+
+# Addresses the control plane connects to (nodes, metrics, Prometheus, routers): when set
+# (comma-separated CIDRs), each must be an IP literal inside these networks or `localhost`,
+# so no API caller can make the server contact another host. Empty: any host.
+SWITCHYARD_ALLOWED_TARGET_NETWORKS = env.str("SWITCHYARD_ALLOWED_TARGET_NETWORKS", default="")
+# Folders the API may point the control plane at: a cluster's shared model repository
+# (filesystem push mode; versions are written and replaced there) and a router's prefix
+# folder. A path must resolve under one of these roots (comma-separated absolute paths).
+SWITCHYARD_REPOSITORY_ROOTS = env.list(
+    "SWITCHYARD_REPOSITORY_ROOTS", default=[str(var_dir() / "repositories")]
+)
+SWITCHYARD_ROUTER_ROOTS = env.list("SWITCHYARD_ROUTER_ROOTS", default=[str(var_dir() / "routers")])
+# Requests the control plane builds itself (benchmarks, warm-up, smoke): elements per
+# tensor and bytes per request, checked from the shapes before anything is allocated.
+SWITCHYARD_MAX_TENSOR_ELEMENTS = env.int("SWITCHYARD_MAX_TENSOR_ELEMENTS", default=16 * 1024**2)
+SWITCHYARD_MAX_REQUEST_BYTES = env.int("SWITCHYARD_MAX_REQUEST_BYTES", default=64 * 1024**2)

@@ -1,6 +1,7 @@
 """pytest: real PostgreSQL and Redis, isolated from the demo by Redis db and prefixes."""
 
 import os
+import tempfile
 import uuid
 
 from controlplane.env import env
@@ -46,3 +47,8 @@ SWITCHYARD_STORAGE_ROOT = env.path(
     "SWITCHYARD_STORAGE_ROOT",
     default=str(BASE_DIR / "var" / "test" / "artifacts"),  # noqa: F405
 )
+# Fuzzers in the suite send any address: the server may only ever contact loopback.
+SWITCHYARD_ALLOWED_TARGET_NETWORKS = "127.0.0.0/8,::1/128"
+# Tests put repositories and router folders under pytest's temporary folders.
+SWITCHYARD_REPOSITORY_ROOTS = [str(SWITCHYARD_VAR_DIR / "repositories"), tempfile.gettempdir()]
+SWITCHYARD_ROUTER_ROOTS = [str(SWITCHYARD_VAR_DIR / "routers"), tempfile.gettempdir()]

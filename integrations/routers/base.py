@@ -15,7 +15,9 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 MODEL_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+# nginx reads a sticky header as $http_<name> ('-' -> '_'): letters, digits and '-' only.
 HEADER_NAME = re.compile(r"[A-Za-z0-9-]+")
+MAX_HEADER_NAME = 64
 
 
 class RouterError(Exception):
@@ -120,8 +122,8 @@ def check_route(route: ModelRoute) -> None:
         raise RouterError(
             f"Model name {route.model!r} may only use letters, digits, '_', '.', '-'."
         )
-    if route.sticky_header is not None and not HEADER_NAME.fullmatch(route.sticky_header):
-        raise RouterError(f"Sticky header {route.sticky_header!r} is not a valid header name.")
+    if route.sticky_header is not None:
+        check_header_name(route.sticky_header)
     if not route.weights:
         raise RouterError(f"Route of {route.model} names no versions.")
     for version, weight in route.weights.items():
@@ -132,6 +134,15 @@ def check_route(route: ModelRoute) -> None:
     total = sum(route.weights.values())
     if abs(total - 100.0) > 0.01:
         raise RouterError(f"Route of {route.model}: weights add up to {total:g}%, not 100%.")
+
+
+def check_header_name(name: object) -> None:
+    """Raise RouterError unless `name` is a header name nginx can key a sticky split on."""
+    if not isinstance(name, str) or len(name) > MAX_HEADER_NAME or not HEADER_NAME.fullmatch(name):
+        raise RouterError(
+            f"Sticky header {str(name)[:80]!r} is not a valid header name "
+            f"(letters, digits and '-', at most {MAX_HEADER_NAME} characters)."
+        )
 
 
 def upstream_address(url: str) -> str:

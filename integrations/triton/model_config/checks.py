@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 
@@ -9,6 +10,7 @@ from google.protobuf.message import Message
 from tritonclient.grpc import model_config_pb2
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
+from ..inputs import DEFAULT_LIMITS
 from .report import Checker
 
 # Fields in the installed tritonclient proto (2.73) that the target server may not know.
@@ -163,6 +165,14 @@ def _check_tensor(checker: Checker, config: ModelConfig, where: str, tensor: Mes
         if any(d == 0 or d < -1 for d in dims):
             checker.error(
                 f"{label} has {attr} {dims}: each dimension must be >= 1, or -1 for any size.",
+                field=f"{where}.{attr}",
+                line=line,
+            )
+        elif math.prod(max(d, 1) for d in dims) > DEFAULT_LIMITS.max_elements:
+            # Warm-up and smoke requests are built from these dims in the control plane.
+            checker.error(
+                f"{label} has {attr} {dims}: more than {DEFAULT_LIMITS.max_elements} elements "
+                "per item; Switchyard builds warm-up requests of this shape and refuses it.",
                 field=f"{where}.{attr}",
                 line=line,
             )

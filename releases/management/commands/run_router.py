@@ -7,9 +7,19 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from deployments.models import TritonCluster
+from deployments.validation import cluster_router
 from integrations.routers import RouterError
+from integrations.routers.settings import RouterSettingsError
 from releases.effects import current_routes
 from releases.routing import router_for, router_state
+
+
+def _driver(cluster: TritonCluster) -> str:
+    """The cluster's router driver; CommandError naming the key when its settings are junk."""
+    try:
+        return cluster_router(cluster).driver
+    except RouterSettingsError as exc:
+        raise CommandError(f"Cluster {cluster.name}: {exc.field}: {exc.message}") from None
 
 
 class Command(BaseCommand):
@@ -28,7 +38,7 @@ class Command(BaseCommand):
         deadline = time.monotonic() + opts["wait"]
         while True:
             cluster = TritonCluster.objects.filter(name=opts["cluster"]).first()
-            ready = cluster is not None and cluster.router.get("driver") == "nginx"
+            ready = cluster is not None and _driver(cluster) == "nginx"
             # Nodes may be registered just after their cluster: wait for them as well.
             if ready and (cluster.nodes.exists() or time.monotonic() >= deadline):
                 break
@@ -37,15 +47,18 @@ class Command(BaseCommand):
             time.sleep(1)
         if not cluster.nodes.exists():
             self.stderr.write(f"{cluster.name} has no nodes: the router answers 503 until then.")
-        router = router_for(cluster)
+        try:
+            router = router_for(cluster)
+        except RouterError as exc:
+            raise CommandError(str(exc)) from None
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         try:
             router.apply(router_state(cluster, current_routes(cluster)))
             self.stdout.write(
-                f"router for {cluster.name} listening on {cluster.router['listen']}"
-                f" (clients send to {cluster.router.get('url', '')})"
+                f"router for {cluster.name} listening on {router.listen}"
+                f" (clients send to {cluster_router(cluster).url})"
             )
             self.stdout.flush()
             stop.wait()

@@ -1,0 +1,128 @@
+"""A release's settings as submitted and as stored: steps, gates, intervals, the sticky
+header and the analysis knobs, typed with their ranges. Plain Python: the API, the
+service that records a release and the tick that reads it all parse through here, so a
+stored value that fails (written before these checks) stops only its own release's tick.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+from integrations.routers.base import RouterError, check_header_name
+
+MAX_STEPS = 20
+STEP_INTERVAL_S = (1.0, 3600.0)
+PROGRESS_DEADLINE_S = (10.0, 7 * 24 * 3600.0)
+
+
+class ReleaseInputError(ValueError):
+    """An unusable release setting; `field` names it as the API does (`analysis.interval_s`)."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.message, self.field = message, field
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """The analysis knobs; None for interval_s means "the step interval"."""
+
+    interval_s: float | None = None
+    min_requests: int = 50
+    max_failed_checks: int = 2
+    latency_tolerance: float = 1.3
+    latency_margin_ms: float = 1.0
+    # React within a couple of seconds to a clearly failing candidate (a 99.5 % lower bound
+    # above 5 % errors), never to one unlucky request.
+    fast_guard_min_requests: int = 10
+    fast_guard_error_floor: float = 0.05
+    fast_guard_z: float = 2.58
+
+
+# key -> (type, lowest, highest)
+ANALYSIS_RANGES: dict[str, tuple[type, float, float]] = {
+    "interval_s": (float, 1.0, 3600.0),
+    "min_requests": (int, 1, 1_000_000),
+    "max_failed_checks": (int, 1, 100),
+    "latency_tolerance": (float, 1.0, 100.0),
+    "latency_margin_ms": (float, 0.0, 60_000.0),
+    "fast_guard_min_requests": (int, 1, 1_000_000),
+    "fast_guard_error_floor": (float, 0.0, 1.0),
+    "fast_guard_z": (float, 0.0, 10.0),
+}
+
+
+def number(value: Any, kind: type, low: float, high: float, field: str) -> float | int:
+    """`value` as an int (kind int: a whole number) or a finite float within [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ReleaseInputError("Must be a number.", field)
+    if kind is int and not (isinstance(value, int) or float(value).is_integer()):
+        raise ReleaseInputError("Must be a whole number.", field)
+    if isinstance(value, float) and not math.isfinite(value) or not low <= value <= high:
+        raise ReleaseInputError(f"Must be between {low:g} and {high:g}.", field)
+    return int(value) if kind is int else float(value)
+
+
+def parse_analysis(data: Any) -> AnalysisSettings:
+    """AnalysisSettings from a submitted or stored dict; ReleaseInputError naming the key."""
+    if data is None:
+        return AnalysisSettings()
+    if not isinstance(data, dict):
+        raise ReleaseInputError("Must be an object.", "analysis")
+    known = {f.name for f in fields(AnalysisSettings)}
+    values = {}
+    for key, value in data.items():
+        if key not in known:
+            raise ReleaseInputError("Unknown analysis setting.", f"analysis.{key}")
+        values[key] = number(value, *ANALYSIS_RANGES[key], f"analysis.{key}")
+    return AnalysisSettings(**values)
+
+
+def parse_steps(strategy: str, steps: Any, manual_gates: Any) -> list[dict]:
+    """Stored steps [{"weight", "manual_gate"}]: whole percentages 1..100 ascending to 100
+    (blue_green: exactly [100]); gates must be among the steps."""
+    weights = [100] if strategy == "blue_green" else _weights(steps, "steps")  # b/g: one step
+    if not weights or len(weights) > MAX_STEPS:
+        raise ReleaseInputError(f"Give 1 to {MAX_STEPS} steps.", "steps")
+    if weights != sorted(set(weights)) or weights[-1] != 100:
+        raise ReleaseInputError("Steps must strictly increase and end at 100.", "steps")
+    gates = _weights(manual_gates or [], "manual_gates")
+    if not set(gates) <= set(weights):
+        raise ReleaseInputError("Each gate must be one of the steps.", "manual_gates")
+    return [{"weight": float(w), "manual_gate": w in gates} for w in weights]
+
+
+def parse_stored_steps(steps: Any) -> list[tuple[float, bool]]:
+    """(weight, manual_gate) of each stored step; ReleaseInputError for a junk row."""
+    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+        raise ReleaseInputError("Stored steps are not a list of objects.", "steps")
+    weights = _weights([s.get("weight") for s in steps], "steps")
+    return [(float(w), bool(s.get("manual_gate"))) for w, s in zip(weights, steps, strict=True)]
+
+
+def _weights(values: Any, field: str) -> list[int]:
+    if not isinstance(values, list | tuple) or len(values) > MAX_STEPS:
+        raise ReleaseInputError(f"Must be a list of at most {MAX_STEPS} numbers.", field)
+    return [number(v, int, 1, 100, field) for v in values]
+
+
+def check_sticky_header(value: Any) -> str:
+    """The sticky header name ('' = none), as nginx can use it; ReleaseInputError else."""
+    if value in ("", None):
+        return ""
+    try:
+        check_header_name(value)
+    except RouterError as exc:
+        raise ReleaseInputError(exc.message, "sticky_header") from None
+    return value
+
+
+def check_spec_numbers(step_interval_s: Any, progress_deadline_s: Any) -> None:
+    """The step interval and progress deadline within their ranges."""
+    number(step_interval_s, float, *STEP_INTERVAL_S, "step_interval_s")
+    number(progress_deadline_s, float, *PROGRESS_DEADLINE_S, "progress_deadline_s")
