@@ -211,3 +211,12 @@ BENCHMARK_MAX_CONCURRENCY = env.int("BENCHMARK_MAX_CONCURRENCY", default=256)
 BENCHMARK_MAX_LEVEL_S = env.float("BENCHMARK_MAX_LEVEL_S", default=120.0)
 BENCHMARK_MAX_TOTAL_S = env.float("BENCHMARK_MAX_TOTAL_S", default=780.0)
 BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default=1.3)
+# Cost rollups every 5 minutes: a report computes the hours not yet rolled up from the
+# minute rollups, so the sooner an hour is stored the cheaper reports stay; a run with no
+# new complete hour only rebuilds the last two hours (late minutes), a few queries.
+CELERY_BEAT_SCHEDULE["reports-cost-rollup"] = {
+    "task": "reports.cost_rollup",
+    "schedule": 300.0,
+}
+# The currency the node prices are in (reports show it; no conversion happens).
+SWITCHYARD_CURRENCY = env.str("SWITCHYARD_CURRENCY", default="USD")

@@ -1,0 +1,231 @@
+"""Reads of reports: cost per group over a range, and ghost versions.
+
+A range is read from stored day rows for its whole days, hour rows for its other whole
+hours up to the rollup watermark, and the minutes around them (not yet rolled up, or a
+range that does not start on the hour) from the minute rollups, on the fly. It ends at
+the last complete minute.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Sum
+from django.utils import timezone
+
+from deployments.models import TritonCluster
+from models_registry.models import Model
+from reports.costing import change_pct, cost_per_1k, to_cents
+from reports.minutes import Line, cost_lines
+from reports.models import CostRollup, CostWatermark
+from reports.services import DAY, HOUR, floor_day, floor_hour
+from telemetry.models import Rollup
+
+GROUP_KEYS = {
+    "model": ("model",),
+    "version": ("model", "version"),
+    "team": ("team",),
+    "cluster": ("cluster",),
+    "node": ("cluster", "node"),
+}
+# Groups that own nodes carry their idle and unknown cost on their own row.
+NODE_GROUPS = ("cluster", "node")
+# A ghost must still be loaded: seen within this long before the end of the window.
+GHOST_RECENT = timedelta(minutes=15)
+MONTH_MINUTES = 30 * 24 * 60
+
+Key5 = tuple[int, str, str, str, str]  # cluster id, node, kind, model, version
+
+
+def floor_minute(at: datetime) -> datetime:
+    return at.replace(second=0, microsecond=0)
+
+
+def _ceil(at: datetime, floor: Callable[[datetime], datetime], step: timedelta) -> datetime:
+    return at if floor(at) == at else floor(at) + step
+
+
+def _stored(period: str, since: datetime, until: datetime, into: dict[Key5, Line]) -> None:
+    if since >= until:
+        return
+    rows = (
+        CostRollup.objects.filter(period=period, start__gte=since, start__lt=until)
+        .values_list("cluster_id", "node_name", "kind", "model_name", "version")
+        .annotate(
+            Sum("cost_ticks"),
+            Sum("idle_share_ticks"),
+            Sum("requests"),
+            Sum("successes"),
+            Sum("compute_us"),
+            Sum("minutes"),
+        )
+    )
+    for *key, cost, idle_share, requests, successes, compute, minutes in rows:
+        into[tuple(key)].add(Line(cost, idle_share, requests, successes, compute, minutes))
+
+
+def _live(since: datetime, until: datetime, into: dict[Key5, Line]) -> None:
+    if since >= until:
+        return
+    for (cluster_id, node, _at, kind, model, version), line in cost_lines(since, until).items():
+        into[(cluster_id, node, kind, model, version)].add(line)
+
+
+def range_lines(since: datetime, until: datetime) -> dict[Key5, Line]:
+    """Cost lines of [since, until) (whole minutes), stored where possible, else live."""
+    lines: dict[Key5, Line] = defaultdict(Line)
+    mark = CostWatermark.objects.filter(name="hourly").values_list("until", flat=True).first()
+    hours_from = _ceil(since, floor_hour, HOUR)
+    hours_to = min(floor_hour(until), mark) if mark else hours_from
+    if hours_from >= hours_to:
+        _live(since, until, lines)
+        return dict(lines)
+    _live(since, hours_from, lines)
+    days_from, days_to = _ceil(hours_from, floor_day, DAY), floor_day(hours_to)
+    if days_from < days_to:
+        _stored("hour", hours_from, days_from, lines)
+        _stored("day", days_from, days_to, lines)
+        _stored("hour", days_to, hours_to, lines)
+    else:
+        _stored("hour", hours_from, hours_to, lines)
+    _live(hours_to, until, lines)
+    return dict(lines)
+
+
+def _namer(group_by: str) -> Callable[[Key5], tuple]:
+    clusters = dict(TritonCluster.objects.values_list("id", "name"))
+    teams = dict(Model.objects.values_list("name", "team__name"))
+
+    def name(key: Key5) -> tuple:
+        cluster_id, node, _kind, model, version = key
+        return {
+            "model": (model,),
+            "version": (model, version),
+            "team": (teams.get(model, ""),),
+            "cluster": (clusters.get(cluster_id, str(cluster_id)),),
+            "node": (clusters.get(cluster_id, str(cluster_id)), node),
+        }[group_by]
+
+    return name
+
+
+def _grouped(lines: dict[Key5, Line], group_by: str) -> tuple[dict, dict[str, int]]:
+    """Group -> Line of model use, and the idle/unknown ticks per (kind, group or None)."""
+    name = _namer(group_by)
+    groups: dict[tuple, Line] = defaultdict(Line)
+    rest: dict = defaultdict(int)
+    for key, line in lines.items():
+        kind = key[2]
+        if kind == "model":
+            groups[name(key)].add(line)
+        elif group_by in NODE_GROUPS:
+            groups.setdefault(name(key), Line())  # a node with idle time only has a row
+            rest[(kind, name(key))] += line.cost_ticks
+        else:
+            rest[(kind, None)] += line.cost_ticks
+    return dict(groups), dict(rest)
+
+
+def clip_range(since: datetime, until: datetime, now: datetime | None = None):
+    """Whole minutes, ending at the last complete minute."""
+    last = floor_minute(now or timezone.now())
+    return floor_minute(since), min(_ceil(until, floor_minute, timedelta(minutes=1)), last)
+
+
+def cost_report(*, since: datetime, until: datetime, group_by: str, now=None) -> dict:
+    """What each group cost in [since, until): rows, idle, unknown, all to the cent."""
+    since, until = clip_range(since, until, now)
+    until = max(since, until)
+    groups, rest = _grouped(range_lines(since, until), group_by)
+    span = until - since
+    before, _ = _grouped(range_lines(since - span, since), group_by) if span else ({}, {})
+    items = {("cost", g): line.cost_ticks for g, line in groups.items()} | rest
+    cents = to_cents(items)
+    total_ticks = sum(items.values())
+    rows = [
+        _row(group_by, g, line, cents, rest, total_ticks, before.get(g))
+        for g, line in groups.items()
+    ]
+    rows.sort(key=lambda r: (-r["cost"], [str(r[k]) for k in GROUP_KEYS[group_by]]))
+    money = sum(cents.values())
+    idle = sum(v for k, v in cents.items() if k[0] == "idle")
+    unknown = sum(v for k, v in cents.items() if k[0] == "unknown")
+    return {
+        "from": since.isoformat(),
+        "to": until.isoformat(),
+        "group_by": group_by,
+        "currency": settings.SWITCHYARD_CURRENCY,
+        "total_cost": money,
+        "idle_cost": idle,
+        "unknown_cost": unknown,
+        "rows": rows,
+    }
+
+
+def _row(group_by, group, line: Line, cents, rest, total_ticks, before: Line | None) -> dict:
+    row = dict(zip(GROUP_KEYS[group_by], group, strict=True))
+    row["cost"] = cents[("cost", group)]
+    if group_by in NODE_GROUPS:
+        row["idle_cost"] = cents.get(("idle", group), 0)
+        row["unknown_cost"] = cents.get(("unknown", group), 0)
+    row.update(
+        share=round(line.cost_ticks / total_ticks, 4) if total_ticks else 0.0,
+        requests=line.requests,
+        successes=line.successes,
+        compute_hours=round(line.compute_us / 3.6e9, 6),
+        cost_per_1k=cost_per_1k(line.cost_ticks, line.successes),
+        change_pct=change_pct(line.cost_ticks, before.cost_ticks if before else 0),
+    )
+    return row
+
+
+def ghosts(*, days: float, now: datetime | None = None) -> dict:
+    """Versions loaded at the end of the last `days` with no request in them, and their
+    cost: their compute share plus an equal share of their nodes' idle time."""
+    until = floor_minute(now or timezone.now())
+    since = floor_minute(until - timedelta(days=days))
+    lines = range_lines(since, until)
+    loaded = set(
+        Rollup.objects.filter(minute__gte=max(since, until - GHOST_RECENT), minute__lt=until)
+        .exclude(model_name="")
+        .values_list("cluster_id", "node_name", "model_name", "version")
+        .distinct()
+    )
+    node_cost: dict[tuple[int, str], int] = defaultdict(int)
+    for (cluster_id, node, *_), line in lines.items():
+        node_cost[(cluster_id, node)] += line.cost_ticks
+    clusters = dict(TritonCluster.objects.values_list("id", "name"))
+    rows = []
+    for (cluster_id, node, kind, model, version), line in lines.items():
+        if kind != "model" or line.requests or (cluster_id, node, model, version) not in loaded:
+            continue
+        rows.append(_ghost(clusters, (cluster_id, node, model, version), line, node_cost))
+    rows.sort(key=lambda r: (-r["projected_monthly_cost"], r["model"], r["version"], r["node"]))
+    return {
+        "from": since.isoformat(),
+        "to": until.isoformat(),
+        "days": days,
+        "currency": settings.SWITCHYARD_CURRENCY,
+        "rows": rows,
+    }
+
+
+def _ghost(clusters, key, line: Line, node_cost) -> dict:
+    cluster_id, node, model, version = key
+    ticks = line.cost_ticks + line.idle_share_ticks
+    whole = node_cost[(cluster_id, node)]
+    (cost,) = to_cents({0: ticks}).values()
+    (monthly,) = to_cents({0: ticks * MONTH_MINUTES // max(1, line.minutes)}).values()
+    return {
+        "model": model,
+        "version": version,
+        "cluster": clusters.get(cluster_id, str(cluster_id)),
+        "node": node,
+        "days_loaded": round(line.minutes / 1440, 4),
+        "cost": cost,
+        "cost_share": round(ticks / whole, 4) if whole else 0.0,
+        "projected_monthly_cost": monthly,
+    }

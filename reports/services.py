@@ -1,0 +1,118 @@
+"""Writes of reports: the stored hourly and daily cost rollups.
+
+Cost rollups are derived numbers, rebuilt from telemetry at will, so they leave no audit
+event (as telemetry's own rollups).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from reports.minutes import cost_lines
+from reports.models import CostRollup, CostWatermark
+from telemetry.models import Rollup
+
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+# Minutes reach the database about a minute after they end: rebuilding the last hours
+# again on each run picks up late rows (a rebuild replaces, so it is harmless).
+REBUILD_HOURS = 2
+
+_DAYS_FROM_HOURS = """
+INSERT INTO reports_costrollup (
+    cluster_id, node_name, period, start, kind, model_name, version, cost_ticks,
+    idle_share_ticks, requests, successes, compute_us, minutes
+)
+SELECT cluster_id, node_name, 'day', date_trunc('day', start AT TIME ZONE 'UTC') AT TIME ZONE
+    'UTC', kind, model_name, version, SUM(cost_ticks), SUM(idle_share_ticks), SUM(requests),
+    SUM(successes), SUM(compute_us), SUM(minutes)
+FROM reports_costrollup
+WHERE period = 'hour' AND start >= %s AND start < %s
+GROUP BY 1, 2, 4, 5, 6, 7
+"""
+
+
+def floor_hour(at: datetime) -> datetime:
+    return at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def floor_day(at: datetime) -> datetime:
+    return floor_hour(at).replace(hour=0)
+
+
+def _build_hour(start: datetime) -> int:
+    lines = cost_lines(start, start + HOUR)
+    rows = [
+        CostRollup(
+            cluster_id=cluster_id,
+            node_name=node,
+            period=CostRollup.Period.HOUR,
+            start=start,
+            kind=kind,
+            model_name=model,
+            version=version,
+            cost_ticks=line.cost_ticks,
+            idle_share_ticks=line.idle_share_ticks,
+            requests=line.requests,
+            successes=line.successes,
+            compute_us=line.compute_us,
+            minutes=line.minutes,
+        )
+        for (cluster_id, node, _at, kind, model, version), line in lines.items()
+    ]
+    with transaction.atomic():
+        CostRollup.objects.filter(period="hour", start=start).delete()
+        CostRollup.objects.bulk_create(rows, batch_size=5000)
+    return len(rows)
+
+
+def _build_days(since: datetime, until: datetime) -> None:
+    day, end = floor_day(since), floor_day(until - timedelta(microseconds=1)) + DAY
+    with transaction.atomic():
+        CostRollup.objects.filter(period="day", start__gte=day, start__lt=end).delete()
+        with connection.cursor() as cursor:
+            cursor.execute(_DAYS_FROM_HOURS, [day, end])
+
+
+def _advance_watermark(since: datetime, until: datetime) -> None:
+    mark = CostWatermark.objects.select_for_update().filter(name="hourly").first()
+    if mark is None:
+        CostWatermark.objects.create(name="hourly", until=until)
+    elif since <= mark.until < until:
+        mark.until = until
+        mark.save(update_fields=["until"])
+
+
+def cost_rollup_build(*, since: datetime, until: datetime | None = None) -> int:
+    """Rebuild the hourly (and their days') cost rollups of every complete hour in
+    [since, until) (until defaults to now); idempotent: a rebuilt hour replaces its rows.
+    The count of hour rows written."""
+    start = floor_hour(since)
+    end = floor_hour(min(until or timezone.now(), timezone.now()))
+    written, at = 0, start
+    while at < end:
+        written += _build_hour(at)
+        at += HOUR
+    if start < end:
+        _build_days(start, end)
+        with transaction.atomic():
+            _advance_watermark(start, end)
+    return written
+
+
+def cost_rollup_catch_up(*, now: datetime | None = None) -> int:
+    """The periodic run: every complete hour since the watermark (the last REBUILD_HOURS
+    again), or since the first telemetry when nothing was rolled up yet."""
+    now = now or timezone.now()
+    mark = CostWatermark.objects.filter(name="hourly").first()
+    if mark is not None:
+        since = mark.until - REBUILD_HOURS * HOUR
+    else:
+        first = Rollup.objects.order_by("minute").values_list("minute", flat=True).first()
+        if first is None:
+            return 0
+        since = first
+    return cost_rollup_build(since=since, until=now)
