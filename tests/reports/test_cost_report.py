@@ -196,3 +196,16 @@ def test_bad_parameters_are_refused_naming_the_field(manager, path, params, fiel
     answer = manager.get(f"/api/v1/reports/{path}/", params)
     assert answer.status_code == 400, answer.content
     assert [e["field"] for e in answer.json()["errors"]] == [field]
+
+
+def test_the_periodic_rollup_starts_at_the_first_telemetry_and_moves_its_watermark(fleet):
+    from reports.models import CostWatermark
+    from reports.tasks import cost_rollup
+
+    assert cost_rollup() > 0
+    mark = CostWatermark.objects.get().until
+    assert mark == timezone.now().astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    assert CostRollup.objects.filter(period="hour").earliest("start").start == fleet
+    before = CostRollup.objects.count()
+    assert cost_rollup() > 0  # the last hours again, replacing themselves
+    assert CostRollup.objects.count() == before
