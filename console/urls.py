@@ -5,6 +5,7 @@ from console import (
     cluster_views,
     registry_views,
     release_views,
+    report_views,
     telemetry_views,
     views,
 )
@@ -48,6 +49,7 @@ urlpatterns = [
     ),
     path("clusters/<str:name>/live/", telemetry_views.cluster_live, name="cluster-live"),
     path("models/<str:name>/live/", telemetry_views.model_live, name="model-live"),
+    path("reports/", report_views.cost_overview, name="report-cost"),
 ]
 
 # Benchmarks section of the version page (console/benchmark_views.py).

@@ -95,7 +95,7 @@ def range_lines(since: datetime, until: datetime) -> dict[Key5, Line]:
     return dict(lines)
 
 
-def _namer(group_by: str) -> Callable[[Key5], tuple]:
+def group_namer(group_by: str) -> Callable[[Key5], tuple]:
     clusters = dict(TritonCluster.objects.values_list("id", "name"))
     teams = dict(Model.objects.values_list("name", "team__name"))
 
@@ -114,7 +114,7 @@ def _namer(group_by: str) -> Callable[[Key5], tuple]:
 
 def _grouped(lines: dict[Key5, Line], group_by: str) -> tuple[dict, dict[str, int]]:
     """Group -> Line of model use, and the idle/unknown ticks per (kind, group or None)."""
-    name = _namer(group_by)
+    name = group_namer(group_by)
     groups: dict[tuple, Line] = defaultdict(Line)
     rest: dict = defaultdict(int)
     for key, line in lines.items():

@@ -1,0 +1,68 @@
+"""The Reports page: cost overview chart, cost table, ghost list (reports' selectors)."""
+
+from datetime import UTC, timedelta
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+from django.utils import timezone
+
+from accounts.roles import Role, user_has_role
+from reports import figures, selectors
+
+RANGES = {
+    "3h": ("Last 3 hours", timedelta(hours=3)),
+    "24h": ("Last 24 hours", timedelta(hours=24)),
+    "7d": ("Last 7 days", timedelta(days=7)),
+    "month": ("This month", None),
+}
+CHART_GROUPS = {"team": "Team", "model": "Model"}
+TABLE_GROUPS = {
+    "model": "Model",
+    "version": "Version",
+    "team": "Team",
+    "cluster": "Cluster",
+    "node": "Node",
+}
+
+
+def _range(key: str):
+    now = timezone.now()
+    span = RANGES[key][1]
+    if span is None:
+        return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0), now
+    return now - span, now
+
+
+def _choice(request, name: str, choices, default: str) -> str:
+    value = request.GET.get(name, default)
+    return value if value in choices else default
+
+
+@login_required
+def cost_overview(request):
+    """Everyone signed in may read; managers are who it is for."""
+    range_key = _choice(request, "range", RANGES, "24h")
+    chart_by = _choice(request, "chart", CHART_GROUPS, "team")
+    table_by = _choice(request, "group_by", TABLE_GROUPS, "model")
+    since, until = _range(range_key)
+    since, until = selectors.clip_range(since, until)
+    report = selectors.cost_report(since=since, until=until, group_by=table_by)
+    keys = selectors.GROUP_KEYS[table_by]
+    for row in report["rows"]:
+        row["keys_list"] = [row[k] for k in keys]
+    series = figures.cost_series(since=since, until=until, group_by=chart_by)
+    context = {
+        "report": report,
+        "figure": figures.overview_figure(series, currency=settings.SWITCHYARD_CURRENCY),
+        "ghosts": selectors.ghosts(days=7)["rows"],
+        "ranges": {k: v[0] for k, v in RANGES.items()},
+        "chart_groups": CHART_GROUPS,
+        "table_groups": TABLE_GROUPS,
+        "range_key": range_key,
+        "chart_by": chart_by,
+        "table_by": table_by,
+        "group_keys": keys,
+        "can_unload": user_has_role(request.user, Role.RELEASE_MANAGERS.value),
+    }
+    return render(request, "console/reports/overview.html", context)
