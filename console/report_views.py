@@ -56,6 +56,7 @@ def cost_overview(request):
         "report": report,
         "figure": figures.overview_figure(series, currency=settings.SWITCHYARD_CURRENCY),
         "ghosts": selectors.ghosts(days=7)["rows"],
+        "budgets": selectors.budgets_status(),
         "ranges": {k: v[0] for k, v in RANGES.items()},
         "chart_groups": CHART_GROUPS,
         "table_groups": TABLE_GROUPS,

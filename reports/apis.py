@@ -16,8 +16,10 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.errors import errors_response
 from accounts.roles import Role, user_has_role
-from reports import selectors
+from models_registry.models import Team
+from reports import selectors, services
 
 MAX_RANGE = timedelta(days=400)
 
@@ -71,7 +73,7 @@ class CostQuerySerializer(serializers.Serializer):
         params = self.initial_data
         now = timezone.now()
         errors, times = {}, {}
-        month_start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        month_start = selectors.month_start(now)
         for name, default in (("from", month_start), ("to", now)):
             try:
                 times[name] = parse_when(params[name]) if params.get(name) else default
@@ -137,3 +139,38 @@ class GhostReportApi(_FormatChecked):
         query = GhostQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         return Response(selectors.ghosts(days=query.validated_data["days"]))
+
+
+class BudgetsApi(APIView):
+    """Teams' monthly budgets with month-to-date cost and how much of it is used."""
+
+    permission_classes = [ReportsRead]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request):
+        return Response({"rows": selectors.budgets_status()})
+
+
+class BudgetSerializer(serializers.Serializer):
+    monthly_budget = serializers.DecimalField(
+        max_digits=12, decimal_places=2, min_value=0, allow_null=True
+    )
+
+
+class BudgetSetApi(APIView):
+    """PUT {"monthly_budget": "1000.00"} (or null to remove): managers set team budgets."""
+
+    permission_classes = [ReportsRead]
+
+    @extend_schema(request=BudgetSerializer, responses={200: dict})
+    def put(self, request, team: str):
+        if not user_has_role(request.user, Role.MANAGERS.value):
+            return errors_response("Budgets are set by managers.", status=403)
+        found = Team.objects.filter(name=team).first()
+        if found is None:
+            return errors_response(f"No team named '{team}'.", field="team", status=404)
+        body = BudgetSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        amount = body.validated_data["monthly_budget"]
+        services.team_budget_set(team=found, monthly_budget=amount, actor=request.user)
+        return Response({"team": found.name, "monthly_budget": amount})

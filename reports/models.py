@@ -60,3 +60,16 @@ class CostWatermark(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} until {self.until:%Y-%m-%d %H:%M}"
+
+
+class TeamBudget(models.Model):
+    """A team's monthly budget; the overview marks teams past 80% and 100% of it."""
+
+    team = models.OneToOneField(
+        "models_registry.Team", on_delete=models.CASCADE, related_name="budget"
+    )
+    monthly_budget = models.DecimalField(max_digits=12, decimal_places=2)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.team.name}: {self.monthly_budget} a month"

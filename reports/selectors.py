@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db.models import Sum
@@ -20,7 +21,7 @@ from deployments.models import TritonCluster
 from models_registry.models import Model
 from reports.costing import change_pct, cost_per_1k, to_cents
 from reports.minutes import Line, cost_lines
-from reports.models import CostRollup, CostWatermark
+from reports.models import CostRollup, CostWatermark, TeamBudget
 from reports.services import DAY, HOUR, floor_day, floor_hour
 from telemetry.models import Rollup
 
@@ -229,3 +230,33 @@ def _ghost(clusters, key, line: Line, node_cost) -> dict:
         "cost_share": round(ticks / whole, 4) if whole else 0.0,
         "projected_monthly_cost": monthly,
     }
+
+
+def month_start(now: datetime) -> datetime:
+    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def budgets_status(*, now: datetime | None = None) -> list[dict]:
+    """Every team with a budget: month-to-date cost, percent used, and "ok", "warning"
+    (80% or more) or "over" (100% or more)."""
+    now = now or timezone.now()
+    budgets = list(TeamBudget.objects.select_related("team").order_by("team__name"))
+    if not budgets:
+        return []
+    report = cost_report(since=month_start(now), until=now, group_by="team", now=now)
+    spent = {row["team"]: row["cost"] for row in report["rows"]}
+    out = []
+    for b in budgets:
+        cost = spent.get(b.team.name, Decimal("0.00"))
+        pct = round(float(cost / b.monthly_budget * 100), 1) if b.monthly_budget else None
+        level = "ok" if pct is None or pct < 80 else ("warning" if pct < 100 else "over")
+        out.append(
+            {
+                "team": b.team.name,
+                "monthly_budget": b.monthly_budget,
+                "month_to_date": cost,
+                "used_pct": pct,
+                "level": level,
+            }
+        )
+    return out

@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
+from audit.services import audit_record
 from reports.minutes import cost_lines
-from reports.models import CostRollup, CostWatermark
+from reports.models import CostRollup, CostWatermark, TeamBudget
 from telemetry.models import Rollup
 
 HOUR = timedelta(hours=1)
@@ -116,3 +117,25 @@ def cost_rollup_catch_up(*, now: datetime | None = None) -> int:
             return 0
         since = first
     return cost_rollup_build(since=since, until=now)
+
+
+def team_budget_set(*, team, monthly_budget, actor) -> TeamBudget | None:
+    """Set (or with None remove) a team's monthly budget; audited."""
+    with transaction.atomic():
+        current = TeamBudget.objects.select_for_update().filter(team=team).first()
+        before = str(current.monthly_budget) if current else None
+        if monthly_budget is None:
+            if current is not None:
+                current.delete()
+            budget = None
+        else:
+            budget, _ = TeamBudget.objects.update_or_create(
+                team=team, defaults={"monthly_budget": monthly_budget}
+            )
+        audit_record(
+            actor=actor,
+            action="team.budget_set",
+            obj=team,
+            details={"before": before, "after": None if budget is None else str(monthly_budget)},
+        )
+    return budget

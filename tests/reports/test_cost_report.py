@@ -209,3 +209,59 @@ def test_the_periodic_rollup_starts_at_the_first_telemetry_and_moves_its_waterma
     before = CostRollup.objects.count()
     assert cost_rollup() > 0  # the last hours again, replacing themselves
     assert CostRollup.objects.count() == before
+
+
+@pytest.mark.parametrize(
+    ("budget", "level", "pct"),
+    [("10.00", "ok", 5.0), ("0.60", "warning", 83.3), ("0.50", "over", 100.0)],
+)
+def test_team_budget_marks_80_and_100_percent(fleet, budget, level, pct):
+    from reports.models import TeamBudget
+
+    TeamBudget.objects.create(team=Team.objects.get(name="fraud"), monthly_budget=budget)
+    (status,) = selectors.budgets_status(now=fleet + timedelta(hours=1))
+    assert status["month_to_date"] == Decimal("0.50")  # a and b over their 10 minutes
+    assert (status["level"], status["used_pct"]) == (level, pct)
+
+
+def test_managers_set_budgets_and_it_is_audited(fleet, manager, make_user):
+    from audit.models import AuditEvent
+
+    answer = manager.put("/api/v1/reports/budgets/fraud/", {"monthly_budget": "250.00"})
+    assert answer.status_code == 200
+    rows = manager.get("/api/v1/reports/budgets/").json()["rows"]
+    assert [(r["team"], r["monthly_budget"]) for r in rows] == [("fraud", 250.0)]
+    event = AuditEvent.objects.get(action="team.budget_set")
+    assert event.details == {"before": None, "after": "250.00"}
+    bad = manager.put("/api/v1/reports/budgets/fraud/", {"monthly_budget": "-1"})
+    assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "monthly_budget"
+    assert manager.put("/api/v1/reports/budgets/nope/", {"monthly_budget": "1"}).status_code == 404
+    rita = APIClient()
+    rita.force_authenticate(make_user("rita", role="release-managers"))
+    assert rita.put("/api/v1/reports/budgets/fraud/", {"monthly_budget": "1"}).status_code == 403
+    assert manager.put(
+        "/api/v1/reports/budgets/fraud/", {"monthly_budget": None}, format="json"
+    ).json() == {"team": "fraud", "monthly_budget": None}
+    assert manager.get("/api/v1/reports/budgets/").json()["rows"] == []
+
+
+def test_the_reports_page_marks_a_team_over_budget_for_anyone_signed_in(client, make_user):
+    from reports.models import TeamBudget
+
+    now = timezone.now().replace(second=0, microsecond=0)
+    cluster = TritonCluster.objects.create(name="p", environment="production", node_hourly_cost=6)
+    TritonNode.objects.create(cluster=cluster, name="n1", http_url="http://127.0.0.1:1")
+    team = Team.objects.create(name="fraud")
+    Model.objects.create(name="a", team=team)
+    for i in (3, 2):
+        minute = now - timedelta(minutes=i)
+        Rollup.objects.create(cluster=cluster, node_name="n1", minute=minute)
+        Rollup.objects.create(
+            cluster=cluster, node_name="n1", model_name="a", version="1", minute=minute,
+            requests=10, successes=10, compute_us=60e6,
+        )  # fmt: skip
+    TeamBudget.objects.create(team=team, monthly_budget="0.10")
+    client.force_login(make_user("ada", role="algorithm"))
+    page = client.get("/reports/?range=3h&chart=team&group_by=team").content.decode()
+    assert 'data-level="over"' in page and "over budget" in page
+    assert "cost-figure" in page and '"stackgroup":"cost"' in page.replace(" ", "")
