@@ -265,3 +265,25 @@ def test_the_reports_page_marks_a_team_over_budget_for_anyone_signed_in(client, 
     page = client.get("/reports/?range=3h&chart=team&group_by=team").content.decode()
     assert 'data-level="over"' in page and "over budget" in page
     assert "cost-figure" in page and '"stackgroup":"cost"' in page.replace(" ", "")
+
+
+def test_a_node_added_with_a_gpu_price_is_charged_per_gpu(make_user):
+    from reports.minutes import node_prices
+
+    client = APIClient()
+    client.force_authenticate(make_user("rita", role="release-managers"))
+    TritonCluster.objects.create(name="gpu", environment="production", node_hourly_cost=1)
+    body = {
+        "name": "g1",
+        "http_url": "http://127.0.0.1:8000",
+        "gpu_hourly_cost": "2.5000",
+        "gpu_count": 4,
+    }
+    answer = client.post("/api/v1/clusters/gpu/nodes/", body, format="json")
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["gpu_count"] == 4 and answer.json()["hourly_cost"] is None
+    node = TritonNode.objects.get(name="g1")
+    price = node_prices()[(node.cluster_id, "g1")]
+    assert price.minute_ticks == 100_000 and price.slots == 4  # 10.00 an hour, 4 GPUs
+    refused = client.post("/api/v1/clusters/gpu/nodes/", {**body, "name": "g2", "gpu_count": -1})
+    assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "gpu_count"
