@@ -4,10 +4,12 @@ from datetime import UTC, timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.http import Http404
 from django.shortcuts import render
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
+from models_registry.models import Model
 from reports import figures, selectors
 
 RANGES = {
@@ -67,3 +69,26 @@ def cost_overview(request):
         "can_unload": user_has_role(request.user, Role.RELEASE_MANAGERS.value),
     }
     return render(request, "console/reports/overview.html", context)
+
+
+@login_required
+def model_cost(request, name: str):
+    """The model's Cost tab: its cost per version and per cluster, and over time."""
+    model = Model.objects.filter(name=name).first()
+    if model is None:
+        raise Http404(f"No model named '{name}'.")
+    range_key = _choice(request, "range", RANGES, "7d")
+    since, until = selectors.clip_range(*_range(range_key))
+    only = {model.name}
+    by_version = selectors.cost_report(since=since, until=until, group_by="version", models=only)
+    by_node = selectors.cost_report(since=since, until=until, group_by="node", models=only)
+    series = figures.cost_series(since=since, until=until, group_by="version", models=only)
+    context = {
+        "model": model,
+        "by_version": by_version,
+        "by_node": [r for r in by_node["rows"] if r["cost"] or r["requests"]],
+        "figure": figures.overview_figure(series, currency=settings.SWITCHYARD_CURRENCY),
+        "ranges": {k: v[0] for k, v in RANGES.items()},
+        "range_key": range_key,
+    }
+    return render(request, "console/reports/model_cost.html", context)

@@ -50,6 +50,7 @@ urlpatterns = [
     path("clusters/<str:name>/live/", telemetry_views.cluster_live, name="cluster-live"),
     path("models/<str:name>/live/", telemetry_views.model_live, name="model-live"),
     path("reports/", report_views.cost_overview, name="report-cost"),
+    path("models/<str:name>/cost/", report_views.model_cost, name="model-cost"),
 ]
 
 # Benchmarks section of the version page (console/benchmark_views.py).

@@ -8,6 +8,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from reports.costing import TICKS_PER_UNIT
+from reports.minutes import Line
 from reports.selectors import Key5, group_namer, range_lines
 
 TOP_GROUPS = 8  # the rest is drawn as one "other" band
@@ -26,8 +27,12 @@ def bucket_for(span: timedelta) -> timedelta:
     return timedelta(days=7)
 
 
-def cost_series(*, since: datetime, until: datetime, group_by: str) -> dict:
-    """{"starts": [...], "groups": {name: [ticks per bucket]}, "idle": [...], "unknown"}."""
+def cost_series(
+    *, since: datetime, until: datetime, group_by: str, models: set[str] | None = None
+) -> dict:
+    """{"starts": [...], "groups": {name: [ticks per bucket]}, "idle": [...], "unknown"}.
+
+    With `models`, only those models' cost (idle and unknown belong to no model)."""
     bucket = bucket_for(until - since)
     name = group_namer(group_by)
     starts: list[datetime] = []
@@ -35,7 +40,9 @@ def cost_series(*, since: datetime, until: datetime, group_by: str) -> dict:
     idle, unknown = [], []
     at = since
     while at < until:
-        lines: dict[Key5, object] = range_lines(at, min(at + bucket, until))
+        lines: dict[Key5, Line] = range_lines(at, min(at + bucket, until))
+        if models is not None:
+            lines = {k: v for k, v in lines.items() if k[2] == "model" and k[3] in models}
         index = len(starts)
         starts.append(at)
         idle.append(sum(ln.cost_ticks for k, ln in lines.items() if k[2] == "idle"))

@@ -136,13 +136,25 @@ def clip_range(since: datetime, until: datetime, now: datetime | None = None):
     return floor_minute(since), min(_ceil(until, floor_minute, timedelta(minutes=1)), last)
 
 
-def cost_report(*, since: datetime, until: datetime, group_by: str, now=None) -> dict:
-    """What each group cost in [since, until): rows, idle, unknown, all to the cent."""
+def _only(lines: dict[Key5, Line], models: set[str] | None) -> dict[Key5, Line]:
+    if models is None:
+        return lines
+    return {k: v for k, v in lines.items() if k[2] == "model" and k[3] in models}
+
+
+def cost_report(
+    *, since: datetime, until: datetime, group_by: str, models: set[str] | None = None, now=None
+) -> dict:
+    """What each group cost in [since, until): rows, idle, unknown, all to the cent.
+
+    With `models`, only those models' rows (no idle or unknown: they belong to no model).
+    """
     since, until = clip_range(since, until, now)
     until = max(since, until)
-    groups, rest = _grouped(range_lines(since, until), group_by)
+    groups, rest = _grouped(_only(range_lines(since, until), models), group_by)
     span = until - since
-    before, _ = _grouped(range_lines(since - span, since), group_by) if span else ({}, {})
+    previous = _only(range_lines(since - span, since), models) if span else {}
+    before, _ = _grouped(previous, group_by)
     items = {("cost", g): line.cost_ticks for g, line in groups.items()} | rest
     cents = to_cents(items)
     total_ticks = sum(items.values())

@@ -287,3 +287,18 @@ def test_a_node_added_with_a_gpu_price_is_charged_per_gpu(make_user):
     assert price.minute_ticks == 100_000 and price.slots == 4  # 10.00 an hour, 4 GPUs
     refused = client.post("/api/v1/clusters/gpu/nodes/", {**body, "name": "g2", "gpu_count": -1})
     assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "gpu_count"
+
+
+def test_the_model_cost_tab_shows_only_that_models_cost(fleet, client, make_user):
+    only = selectors.cost_report(
+        since=fleet, until=fleet + timedelta(minutes=10), group_by="version", models={"a"}
+    )
+    assert [(r["model"], r["version"], r["cost"]) for r in only["rows"]] == [
+        ("a", "1", Decimal("0.33"))
+    ]
+    assert only["total_cost"] == Decimal("0.33") and only["idle_cost"] == 0
+    client.force_login(make_user("viewer"))
+    page = client.get("/models/a/cost/").content.decode()
+    assert "0.33 USD" in page and 'data-testid="model-cost-versions"' in page
+    assert client.get("/models/nope/cost/").status_code == 404
+    assert 'href="/models/a/cost/"' in client.get("/models/a/").content.decode()
