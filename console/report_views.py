@@ -92,3 +92,26 @@ def model_cost(request, name: str):
         "range_key": range_key,
     }
     return render(request, "console/reports/model_cost.html", context)
+
+
+def release_cost_context(release) -> dict:
+    """Cost per 1k requests of baseline and candidate during the release and, once it
+    succeeded, since (the release page's Cost card)."""
+    now = timezone.now()
+    end = release.finished_at or now
+    periods = [("During the release", release.created_at, end)]
+    if release.phase == "SUCCEEDED" and release.finished_at:
+        periods.append(("Since promotion", release.finished_at, now))
+    rows = []
+    for label, since, until in periods:
+        costs = selectors.version_costs(
+            cluster_id=release.cluster_id, model=release.model.name, since=since, until=until
+        )
+        rows.append(
+            {
+                "label": label,
+                "baseline": costs.get(str(release.baseline.version)),
+                "candidate": costs.get(str(release.candidate.version)),
+            }
+        )
+    return {"release_cost": rows, "currency": settings.SWITCHYARD_CURRENCY}

@@ -272,3 +272,22 @@ def budgets_status(*, now: datetime | None = None) -> list[dict]:
             }
         )
     return out
+
+
+def version_costs(*, cluster_id: int, model: str, since: datetime, until: datetime) -> dict:
+    """{version: {"cost", "successes", "cost_per_1k"}} of one model on one cluster."""
+    since, until = clip_range(since, until)
+    per_version: dict[str, Line] = defaultdict(Line)
+    if since < until:
+        for (c, _node, kind, m, version), line in range_lines(since, until).items():
+            if c == cluster_id and kind == "model" and m == model:
+                per_version[version].add(line)
+    cents = to_cents({v: line.cost_ticks for v, line in per_version.items()})
+    return {
+        v: {
+            "cost": cents[v],
+            "successes": line.successes,
+            "cost_per_1k": cost_per_1k(line.cost_ticks, line.successes),
+        }
+        for v, line in per_version.items()
+    }
