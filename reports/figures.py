@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from reports.costing import TICKS_PER_UNIT
 from reports.minutes import Line
-from reports.selectors import Key5, group_namer, range_lines
+from reports.selectors import Key5, fields_for, group_namer, range_lines
 
 TOP_GROUPS = 8  # the rest is drawn as one "other" band
 IDLE_GREY, UNKNOWN_GREY = "#adb5bd", "#dee2e6"
@@ -35,12 +35,13 @@ def cost_series(
     With `models`, only those models' cost (idle and unknown belong to no model)."""
     bucket = bucket_for(until - since)
     name = group_namer(group_by)
+    by = fields_for(group_by, models)
     starts: list[datetime] = []
     groups: dict[str, list[int]] = defaultdict(list)
     idle, unknown = [], []
     at = since
     while at < until:
-        lines: dict[Key5, Line] = range_lines(at, min(at + bucket, until))
+        lines: dict[Key5, Line] = range_lines(at, min(at + bucket, until), by=by)
         if models is not None:
             lines = {k: v for k, v in lines.items() if k[2] == "model" and k[3] in models}
         index = len(starts)

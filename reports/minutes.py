@@ -12,8 +12,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Min
-
 from deployments.models import TritonCluster, TritonNode
 from reports.costing import NodePrice, Usage, node_price, split_minute
 from telemetry.models import Rollup
@@ -62,14 +60,23 @@ def node_prices() -> dict[tuple[int, str], NodePrice]:
 
 
 def first_seen(until: datetime) -> dict[tuple[int, str], datetime]:
-    """The first rollup minute of every current node (before `until`)."""
-    nodes = set(TritonNode.objects.values_list("cluster_id", "name"))
-    firsts = (
-        Rollup.objects.filter(model_name="", minute__lt=until)
-        .values_list("cluster_id", "node_name")
-        .annotate(first=Min("minute"))
-    )
-    return {(c, n): first for c, n, first in firsts if (c, n) in nodes}
+    """The first rollup minute of every current node (before `until`).
+
+    One lookup per node on the rollup table's unique index: cheap however long it is.
+    """
+    out = {}
+    for cluster_id, name in TritonNode.objects.values_list("cluster_id", "name"):
+        first = (
+            Rollup.objects.filter(
+                cluster_id=cluster_id, node_name=name, model_name="", version="", minute__lt=until
+            )
+            .order_by("minute")
+            .values_list("minute", flat=True)
+            .first()
+        )
+        if first is not None:
+            out[(cluster_id, name)] = first
+    return out
 
 
 def _usage(since: datetime, until: datetime) -> dict[tuple[int, str, datetime], list[Usage]]:

@@ -12,12 +12,14 @@ class CostRollup(models.Model):
     `cost_ticks` of all rows of a node and period add up to what the node cost in it.
     `idle_share_ticks` is the idle cost split equally among the versions loaded each minute
     (the ghost report's measure); `minutes` counts the minutes the row covers (loaded
-    minutes for a version).
+    minutes for a version). Periods "hc" and "dc" sum a cluster's nodes (node_name '').
     """
 
     class Period(models.TextChoices):
         HOUR = "hour", "Hour"
         DAY = "day", "Day"
+        HOUR_CLUSTER = "hc", "Hour, summed over the cluster's nodes"
+        DAY_CLUSTER = "dc", "Day, summed over the cluster's nodes"
 
     class Kind(models.TextChoices):
         MODEL = "model", "Model version"

@@ -102,7 +102,8 @@ def test_stored_hourly_and_daily_rollups_answer_what_the_minutes_answer(fleet):
     since, until = fleet - timedelta(days=1, hours=10), fleet + timedelta(days=1, minutes=5)
     live = {g: _report(since, until, g) for g in selectors.GROUP_KEYS}
     call_command("cost_rollup", "--since", (since - timedelta(hours=1)).isoformat())
-    assert CostRollup.objects.filter(period="day").exists()
+    for period in ("day", "hc", "dc"):  # per node by day; per cluster by hour and day
+        assert CostRollup.objects.filter(period=period).exists(), period
     assert not CostRollup.objects.filter(period="hour", start__lt=fleet).exists()  # not seen yet
     again = call_command("cost_rollup", "--since", (since - timedelta(hours=1)).isoformat())
     assert again is None  # idempotent: the rebuilt hours replaced themselves
