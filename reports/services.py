@@ -21,6 +21,9 @@ DAY = timedelta(days=1)
 # Minutes reach the database about a minute after they end: rebuilding the last hours
 # again on each run picks up late rows (a rebuild replaces, so it is harmless).
 REBUILD_HOURS = 2
+# About 5 s of work per hour for 20 nodes x 200 versions (bench/cost_report.py): a run
+# stays well inside the task's 600 s limit.
+MAX_HOURS_PER_RUN = timedelta(hours=48)
 
 # Derived rows, summed in SQL from the hour rows: whole days per node ("day"), and hours
 # and days summed over a cluster's nodes ("hc", "dc": one row per model version instead of
@@ -105,25 +108,28 @@ def _advance_watermark(since: datetime, until: datetime) -> None:
 
 
 def cost_rollup_build(*, since: datetime, until: datetime | None = None) -> int:
-    """Rebuild the hourly (and their days') cost rollups of every complete hour in
+    """Rebuild the hourly (and derived) cost rollups of every complete hour in
     [since, until) (until defaults to now); idempotent: a rebuilt hour replaces its rows.
-    The count of hour rows written."""
+    Works a day at a time and moves the watermark after each, so a long rebuild that is
+    stopped keeps what it finished. The count of hour rows written."""
     start = floor_hour(since)
     end = floor_hour(min(until or timezone.now(), timezone.now()))
-    written, at = 0, start
-    while at < end:
-        written += _build_hour(at)
-        at += HOUR
-    if start < end:
-        _build_days(start, end)
+    written = 0
+    while start < end:
+        chunk_end = min(end, floor_day(start) + DAY)
+        for hour in range((chunk_end - start) // HOUR):
+            written += _build_hour(start + hour * HOUR)
+        _build_days(start, chunk_end)
         with transaction.atomic():
-            _advance_watermark(start, end)
+            _advance_watermark(start, chunk_end)
+        start = chunk_end
     return written
 
 
 def cost_rollup_catch_up(*, now: datetime | None = None) -> int:
-    """The periodic run: every complete hour since the watermark (the last REBUILD_HOURS
-    again), or since the first telemetry when nothing was rolled up yet."""
+    """The periodic run: complete hours since the watermark (the last REBUILD_HOURS again),
+    or since the first telemetry when nothing was rolled up yet; at most MAX_HOURS_PER_RUN
+    (the next run goes on), so a first run over months of telemetry stays in its limit."""
     now = now or timezone.now()
     mark = CostWatermark.objects.filter(name="hourly").first()
     if mark is not None:
@@ -133,7 +139,7 @@ def cost_rollup_catch_up(*, now: datetime | None = None) -> int:
         if first is None:
             return 0
         since = first
-    return cost_rollup_build(since=since, until=now)
+    return cost_rollup_build(since=since, until=min(now, floor_hour(since) + MAX_HOURS_PER_RUN))
 
 
 def team_budget_set(*, team, monthly_budget, actor) -> TeamBudget | None:

@@ -203,10 +203,13 @@ def test_the_periodic_rollup_starts_at_the_first_telemetry_and_moves_its_waterma
     from reports.models import CostWatermark
     from reports.tasks import cost_rollup
 
+    hour = timezone.now().astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     assert cost_rollup() > 0
     mark = CostWatermark.objects.get().until
-    assert mark == timezone.now().astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    assert mark == min(hour, fleet + timedelta(hours=48))  # a run does at most 48 hours
     assert CostRollup.objects.filter(period="hour").earliest("start").start == fleet
+    cost_rollup()
+    assert CostWatermark.objects.get().until == hour  # the next run went on
     before = CostRollup.objects.count()
     assert cost_rollup() > 0  # the last hours again, replacing themselves
     assert CostRollup.objects.count() == before
