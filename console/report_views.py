@@ -53,6 +53,7 @@ def cost_overview(request):
     keys = selectors.GROUP_KEYS[table_by]
     for row in report["rows"]:
         row["keys_list"] = [row[k] for k in keys]
+        row["share_pct"] = round(row["share"] * 100, 2)
     series = figures.cost_series(since=since, until=until, group_by=chart_by)
     context = {
         "report": report,
