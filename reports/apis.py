@@ -68,6 +68,13 @@ def parse_when(value: str) -> datetime:
 
 class CostQuerySerializer(serializers.Serializer):
     group_by = serializers.ChoiceField(choices=list(selectors.GROUP_KEYS), default="model")
+    share_idle = serializers.BooleanField(default=False)
+
+    def validate_share_idle(self, value: bool) -> bool:
+        group_by = self.initial_data.get("group_by", "model")
+        if value and group_by in selectors.NODE_GROUPS:
+            raise serializers.ValidationError("Idle is already on each row by cluster or node.")
+        return value
 
     def validate(self, attrs):
         params = self.initial_data
@@ -105,7 +112,7 @@ class CostReportApi(_FormatChecked):
     @extend_schema(
         parameters=[
             OpenApiParameter(name, str, required=False)
-            for name in ("from", "to", "group_by", "format")
+            for name in ("from", "to", "group_by", "share_idle", "format")
         ],
         responses={200: dict},
     )
@@ -113,7 +120,9 @@ class CostReportApi(_FormatChecked):
         query = CostQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
-        report = selectors.cost_report(since=q["since"], until=q["until"], group_by=q["group_by"])
+        report = selectors.cost_report(
+            since=q["since"], until=q["until"], group_by=q["group_by"], share_idle=q["share_idle"]
+        )
         return Response(report)
 
 

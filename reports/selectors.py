@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from deployments.models import TritonCluster
 from models_registry.models import Model
-from reports.costing import change_pct, cost_per_1k, to_cents
+from reports.costing import change_pct, cost_per_1k, largest_remainder, to_cents
 from reports.minutes import Line, cost_lines
 from reports.models import CostRollup, CostWatermark, TeamBudget
 from reports.services import DAY, HOUR, floor_day, floor_hour
@@ -167,12 +167,29 @@ def _only(lines: dict[Key5, Line], models: set[str] | None) -> dict[Key5, Line]:
     return {k: v for k, v in lines.items() if k[2] == "model" and k[3] in models}
 
 
+def _share_idle(rows: list[dict], groups: dict, idle_cents: Decimal) -> None:
+    """Each row's part of the idle cost in proportion to its cost (OpenCost's shareIdle),
+    in whole cents that add up to the idle cost."""
+    weights = {i: groups[r["_group"]].cost_ticks for i, r in enumerate(rows)}
+    parts = largest_remainder(int(idle_cents * 100), weights)
+    for i, row in enumerate(rows):
+        row["shared_idle"] = Decimal(parts.get(i, 0)).scaleb(-2)
+
+
 def cost_report(
-    *, since: datetime, until: datetime, group_by: str, models: set[str] | None = None, now=None
+    *,
+    since: datetime,
+    until: datetime,
+    group_by: str,
+    models: set[str] | None = None,
+    share_idle: bool = False,
+    now=None,
 ) -> dict:
     """What each group cost in [since, until): rows, idle, unknown, all to the cent.
 
     With `models`, only those models' rows (no idle or unknown: they belong to no model).
+    With `share_idle` (model, version or team groupings), each row also gets its
+    `shared_idle`: the idle cost split in proportion to the rows' costs.
     """
     since, until = clip_range(since, until, now)
     until = max(since, until)
@@ -192,6 +209,10 @@ def cost_report(
     money = sum(cents.values())
     idle = sum(v for k, v in cents.items() if k[0] == "idle")
     unknown = sum(v for k, v in cents.items() if k[0] == "unknown")
+    if share_idle and group_by not in NODE_GROUPS:
+        _share_idle(rows, groups, idle)
+    for row in rows:
+        del row["_group"]
     return {
         "from": since.isoformat(),
         "to": until.isoformat(),
@@ -206,6 +227,7 @@ def cost_report(
 
 def _row(group_by, group, line: Line, cents, rest, total_ticks, before: Line | None) -> dict:
     row = dict(zip(GROUP_KEYS[group_by], group, strict=True))
+    row["_group"] = group
     row["cost"] = cents[("cost", group)]
     if group_by in NODE_GROUPS:
         row["idle_cost"] = cents.get(("idle", group), 0)

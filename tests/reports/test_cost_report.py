@@ -306,3 +306,20 @@ def test_the_model_cost_tab_shows_only_that_models_cost(fleet, client, make_user
     assert "0.33 USD" in page and 'data-testid="model-cost-versions"' in page
     assert client.get("/models/nope/cost/").status_code == 404
     assert 'href="/models/a/cost/"' in client.get("/models/a/").content.decode()
+
+
+def test_idle_can_be_shared_out_in_proportion_to_cost(fleet, manager):
+    params = {
+        "from": fleet.isoformat(),
+        "to": (fleet + timedelta(minutes=10)).isoformat(),
+        "share_idle": "true",
+    }
+    body = manager.get("/api/v1/reports/cost/", params).json()
+    rows = {r["model"]: r for r in body["rows"]}
+    assert body["idle_cost"] == 1.0  # n1's 0.50 and n2's 0.50, still shown on its own
+    assert rows["a"]["shared_idle"] == pytest.approx(2 * rows["b"]["shared_idle"], abs=0.015)
+    assert sum(r["shared_idle"] for r in body["rows"]) == pytest.approx(body["idle_cost"])
+    plain = manager.get("/api/v1/reports/cost/", {**params, "share_idle": "false"}).json()
+    assert "shared_idle" not in plain["rows"][0]
+    refused = manager.get("/api/v1/reports/cost/", {**params, "group_by": "node"})
+    assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "share_idle"
