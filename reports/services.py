@@ -99,9 +99,11 @@ def _build_days(since: datetime, until: datetime) -> None:
 
 
 def _advance_watermark(since: datetime, until: datetime) -> None:
+    # The watermark says "every hour before me is stored": it never jumps over a gap.
     mark = CostWatermark.objects.select_for_update().filter(name="hourly").first()
     if mark is None:
-        CostWatermark.objects.create(name="hourly", until=until)
+        if not Rollup.objects.filter(minute__lt=since).exists():
+            CostWatermark.objects.create(name="hourly", until=until)
     elif since <= mark.until < until:
         mark.until = until
         mark.save(update_fields=["until"])

@@ -323,3 +323,14 @@ def test_idle_can_be_shared_out_in_proportion_to_cost(fleet, manager):
     assert "shared_idle" not in plain["rows"][0]
     refused = manager.get("/api/v1/reports/cost/", {**params, "group_by": "node"})
     assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "share_idle"
+
+
+def test_a_first_rebuild_that_starts_after_the_first_telemetry_leaves_no_false_watermark(fleet):
+    from reports.models import CostWatermark
+
+    call_command("cost_rollup", "--since", (fleet + timedelta(hours=1)).isoformat())
+    assert not CostWatermark.objects.exists()  # reports keep computing the gap live
+    before = _report(fleet, fleet + timedelta(hours=3), "node")
+    call_command("cost_rollup", "--since", fleet.isoformat())
+    assert CostWatermark.objects.exists()
+    assert _report(fleet, fleet + timedelta(hours=3), "node") == before
