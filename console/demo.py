@@ -185,4 +185,6 @@ def demo_seed(*, base_port: int, nodes: int = 2) -> list[str]:
             lines.append(f"deploying {version.model.name} v{version.version} on {cluster.name}")
         except DeploymentError as exc:
             lines.append(f"not deployed: {exc.message}")
-    return lines
+    from console.cost_demo import demo_ghost_seed
+
+    return lines + demo_ghost_seed(cluster=cluster, actor=admin)

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
+from console.report_views import release_cost_context
 from deployments.models import TritonCluster
 from models_registry.models import ModelVersion
 from releases import selectors
@@ -152,7 +153,8 @@ def _cockpit_context(request, release) -> dict:
 @login_required
 def release_detail(request, release_id):
     release = _release_or_404(release_id)
-    return render(request, "console/releases/cockpit.html", _cockpit_context(request, release))
+    context = {**_cockpit_context(request, release), **release_cost_context(release)}
+    return render(request, "console/releases/cockpit.html", context)
 
 
 @login_required

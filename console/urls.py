@@ -5,6 +5,7 @@ from console import (
     cluster_views,
     registry_views,
     release_views,
+    report_views,
     telemetry_views,
     token_views,
     views,
@@ -61,6 +62,8 @@ urlpatterns = [
     ),
     path("clusters/<str:name>/live/", telemetry_views.cluster_live, name="cluster-live"),
     path("models/<str:name>/live/", telemetry_views.model_live, name="model-live"),
+    path("reports/", report_views.cost_overview, name="report-cost"),
+    path("models/<str:name>/cost/", report_views.model_cost, name="model-cost"),
 ]
 
 # Benchmarks section of the version page (console/benchmark_views.py).

@@ -63,6 +63,12 @@ class NodeSerializer(serializers.Serializer):
     metrics_url = serializers.CharField(
         max_length=300, required=False, allow_blank=True, default="", help_text="http(s) URL"
     )
+    # Cost (docs/COSTS.md): all optional; the cluster's node_hourly_cost applies otherwise.
+    _price = {"max_digits": 10, "decimal_places": 4, "min_value": 0, "required": False}
+    hourly_cost = serializers.DecimalField(allow_null=True, **_price)
+    gpu_hourly_cost = serializers.DecimalField(allow_null=True, **_price)
+    gpu_count = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+    execution_slots = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     health = serializers.CharField(read_only=True)
     server_version = serializers.CharField(read_only=True)
     last_seen_at = serializers.DateTimeField(read_only=True)

@@ -60,6 +60,19 @@ class TritonNode(models.Model):
     server_version = models.CharField(max_length=50, blank=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # Cost (docs/COSTS.md): the node's own hourly price, else gpu_hourly_cost x gpu_count,
+    # else the cluster's node_hourly_cost. execution_slots: how many inferences run at once
+    # (default: gpu_count on GPU nodes, else 1); capacity = wall time x slots.
+    hourly_cost = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True, validators=[MinValueValidator(0)]
+    )
+    gpu_hourly_cost = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True, validators=[MinValueValidator(0)]
+    )
+    gpu_count = models.PositiveIntegerField(null=True, blank=True)
+    execution_slots = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)]
+    )
 
     class Meta:
         ordering = ["cluster", "name"]

@@ -276,3 +276,12 @@ SWITCHYARD_ROUTER_ROOTS = env.list("SWITCHYARD_ROUTER_ROOTS", default=[str(var_d
 # tensor and bytes per request, checked from the shapes before anything is allocated.
 SWITCHYARD_MAX_TENSOR_ELEMENTS = env.int("SWITCHYARD_MAX_TENSOR_ELEMENTS", default=16 * 1024**2)
 SWITCHYARD_MAX_REQUEST_BYTES = env.int("SWITCHYARD_MAX_REQUEST_BYTES", default=64 * 1024**2)
+# Cost rollups every 5 minutes: a report computes the hours not yet rolled up from the
+# minute rollups, so the sooner an hour is stored the cheaper reports stay; a run with no
+# new complete hour only rebuilds the last two hours (late minutes), a few queries.
+CELERY_BEAT_SCHEDULE["reports-cost-rollup"] = {
+    "task": "reports.cost_rollup",
+    "schedule": 300.0,
+}
+# The currency the node prices are in (reports show it; no conversion happens).
+SWITCHYARD_CURRENCY = env.str("SWITCHYARD_CURRENCY", default="USD")

@@ -1,0 +1,118 @@
+"""The Reports page: cost overview chart, cost table, ghost list (reports' selectors)."""
+
+from datetime import UTC, timedelta
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import render
+from django.utils import timezone
+
+from accounts.roles import Role, user_has_role
+from models_registry.models import Model
+from reports import figures, selectors
+
+RANGES = {
+    "3h": ("Last 3 hours", timedelta(hours=3)),
+    "24h": ("Last 24 hours", timedelta(hours=24)),
+    "7d": ("Last 7 days", timedelta(days=7)),
+    "month": ("This month", None),
+}
+CHART_GROUPS = {"team": "Team", "model": "Model"}
+TABLE_GROUPS = {
+    "model": "Model",
+    "version": "Version",
+    "team": "Team",
+    "cluster": "Cluster",
+    "node": "Node",
+}
+
+
+def _range(key: str):
+    now = timezone.now()
+    span = RANGES[key][1]
+    if span is None:
+        return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0), now
+    return now - span, now
+
+
+def _choice(request, name: str, choices, default: str) -> str:
+    value = request.GET.get(name, default)
+    return value if value in choices else default
+
+
+@login_required
+def cost_overview(request):
+    """Everyone signed in may read; managers are who it is for."""
+    range_key = _choice(request, "range", RANGES, "24h")
+    chart_by = _choice(request, "chart", CHART_GROUPS, "team")
+    table_by = _choice(request, "group_by", TABLE_GROUPS, "model")
+    since, until = _range(range_key)
+    since, until = selectors.clip_range(since, until)
+    report = selectors.cost_report(since=since, until=until, group_by=table_by)
+    keys = selectors.GROUP_KEYS[table_by]
+    for row in report["rows"]:
+        row["keys_list"] = [row[k] for k in keys]
+        row["share_pct"] = round(row["share"] * 100, 2)
+    series = figures.cost_series(since=since, until=until, group_by=chart_by)
+    context = {
+        "report": report,
+        "figure": figures.overview_figure(series, currency=settings.SWITCHYARD_CURRENCY),
+        "ghosts": selectors.ghosts(days=7)["rows"],
+        "budgets": selectors.budgets_status(),
+        "ranges": {k: v[0] for k, v in RANGES.items()},
+        "chart_groups": CHART_GROUPS,
+        "table_groups": TABLE_GROUPS,
+        "range_key": range_key,
+        "chart_by": chart_by,
+        "table_by": table_by,
+        "group_keys": keys,
+        "can_unload": user_has_role(request.user, Role.RELEASE_MANAGERS.value),
+    }
+    return render(request, "console/reports/overview.html", context)
+
+
+@login_required
+def model_cost(request, name: str):
+    """The model's Cost tab: its cost per version and per cluster, and over time."""
+    model = Model.objects.filter(name=name).first()
+    if model is None:
+        raise Http404(f"No model named '{name}'.")
+    range_key = _choice(request, "range", RANGES, "7d")
+    since, until = selectors.clip_range(*_range(range_key))
+    only = {model.name}
+    by_version = selectors.cost_report(since=since, until=until, group_by="version", models=only)
+    by_node = selectors.cost_report(since=since, until=until, group_by="node", models=only)
+    series = figures.cost_series(since=since, until=until, group_by="version", models=only)
+    context = {
+        "model": model,
+        "by_version": by_version,
+        "by_node": [r for r in by_node["rows"] if r["cost"] or r["requests"]],
+        "figure": figures.overview_figure(series, currency=settings.SWITCHYARD_CURRENCY),
+        "ranges": {k: v[0] for k, v in RANGES.items()},
+        "range_key": range_key,
+    }
+    return render(request, "console/reports/model_cost.html", context)
+
+
+def release_cost_context(release) -> dict:
+    """Cost per 1k requests of baseline and candidate during the release and, once it
+    succeeded, since (the release page's Cost card)."""
+    now = timezone.now()
+    end = release.finished_at or now
+    periods = [("During the release", release.created_at, end)]
+    if release.phase == "SUCCEEDED" and release.finished_at:
+        periods.append(("Since promotion", release.finished_at, now))
+    rows = []
+    for label, since, until in periods:
+        costs = selectors.version_costs(
+            cluster_id=release.cluster_id, model=release.model.name, since=since, until=until
+        )
+        rows.append(
+            {
+                "label": label,
+                "baseline": costs.get(str(release.baseline.version)),
+                "candidate": costs.get(str(release.candidate.version)),
+            }
+        )
+    return {"release_cost": rows, "currency": settings.SWITCHYARD_CURRENCY}

@@ -1,0 +1,185 @@
+"""Cost reports (API.md: GET /api/v1/reports/cost/ and /api/v1/reports/ghosts/)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime, timedelta
+
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import BasePermission
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.errors import errors_response
+from accounts.roles import Role, user_has_role
+from models_registry.models import Team
+from reports import selectors, services
+
+MAX_RANGE = timedelta(days=400)
+
+
+class ReportsRead(BasePermission):
+    """Managers, release managers and superusers read every row of every report."""
+
+    message = "Reports need the managers or release-managers role."
+
+    def has_permission(self, request, view) -> bool:
+        return user_has_role(request.user, Role.MANAGERS.value, Role.RELEASE_MANAGERS.value)
+
+
+class CsvRenderer(BaseRenderer):
+    """A report's rows as CSV (the same rows and columns as the JSON answer)."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        rows = data.get("rows") if isinstance(data, dict) else None
+        if rows is None:  # an error: its messages, one per line
+            rows = data.get("errors", []) if isinstance(data, dict) else []
+        out = io.StringIO()
+        columns = list(rows[0]) if rows else []
+        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        return out.getvalue().encode()
+
+
+def parse_when(value: str) -> datetime:
+    """An ISO 8601 time or date (UTC when no offset is given)."""
+    try:
+        parsed = parse_datetime(value.strip())
+        if parsed is None and (day := parse_date(value.strip())) is not None:
+            parsed = datetime(day.year, day.month, day.day)
+    except ValueError:  # well formed but not a real date, such as month 13
+        parsed = None
+    if parsed is None:
+        raise serializers.ValidationError("Use an ISO 8601 date or time.")
+    return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
+
+
+class CostQuerySerializer(serializers.Serializer):
+    group_by = serializers.ChoiceField(choices=list(selectors.GROUP_KEYS), default="model")
+    share_idle = serializers.BooleanField(default=False)
+
+    def validate_share_idle(self, value: bool) -> bool:
+        group_by = self.initial_data.get("group_by", "model")
+        if value and group_by in selectors.NODE_GROUPS:
+            raise serializers.ValidationError("Idle is already on each row by cluster or node.")
+        return value
+
+    def validate(self, attrs):
+        params = self.initial_data
+        now = timezone.now()
+        errors, times = {}, {}
+        month_start = selectors.month_start(now)
+        for name, default in (("from", month_start), ("to", now)):
+            try:
+                times[name] = parse_when(params[name]) if params.get(name) else default
+            except serializers.ValidationError as exc:
+                errors[name] = exc.detail
+        if errors:
+            raise serializers.ValidationError(errors)
+        if times["to"] <= times["from"]:
+            raise serializers.ValidationError({"to": "Must be after 'from'."})
+        if times["to"] - times["from"] > MAX_RANGE:
+            raise serializers.ValidationError({"to": "A report spans at most 400 days."})
+        return {**attrs, "since": times["from"], "until": times["to"]}
+
+
+class _FormatChecked(APIView):
+    def perform_content_negotiation(self, request, force=False):
+        fmt = request.query_params.get("format")
+        if not force and fmt is not None and fmt not in {r.format for r in self.get_renderers()}:
+            raise ValidationError({"format": f"Unknown format {fmt!r}."})
+        return super().perform_content_negotiation(request, force)
+
+
+class CostReportApi(_FormatChecked):
+    """Cost per model, version, team, cluster or node over a range; idle and unknown apart."""
+
+    permission_classes = [ReportsRead]
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(name, str, required=False)
+            for name in ("from", "to", "group_by", "share_idle", "format")
+        ],
+        responses={200: dict},
+    )
+    def get(self, request):
+        query = CostQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        report = selectors.cost_report(
+            since=q["since"], until=q["until"], group_by=q["group_by"], share_idle=q["share_idle"]
+        )
+        return Response(report)
+
+
+class GhostQuerySerializer(serializers.Serializer):
+    days = serializers.FloatField(default=7.0, max_value=90.0)
+
+    def validate_days(self, value: float) -> float:
+        if not value > 0:
+            raise serializers.ValidationError("Must be more than 0.")
+        return value
+
+
+class GhostReportApi(_FormatChecked):
+    """Versions loaded with no traffic for the last N days, and what they cost."""
+
+    permission_classes = [ReportsRead]
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("days", float, required=False)], responses={200: dict}
+    )
+    def get(self, request):
+        query = GhostQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(selectors.ghosts(days=query.validated_data["days"]))
+
+
+class BudgetsApi(APIView):
+    """Teams' monthly budgets with month-to-date cost and how much of it is used."""
+
+    permission_classes = [ReportsRead]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request):
+        return Response({"rows": selectors.budgets_status()})
+
+
+class BudgetSerializer(serializers.Serializer):
+    monthly_budget = serializers.DecimalField(
+        max_digits=12, decimal_places=2, min_value=0, allow_null=True
+    )
+
+
+class BudgetSetApi(APIView):
+    """PUT {"monthly_budget": "1000.00"} (or null to remove): managers set team budgets."""
+
+    permission_classes = [ReportsRead]
+
+    @extend_schema(request=BudgetSerializer, responses={200: dict})
+    def put(self, request, team: str):
+        if not user_has_role(request.user, Role.MANAGERS.value):
+            return errors_response("Budgets are set by managers.", status=403)
+        found = Team.objects.filter(name=team).first()
+        if found is None:
+            return errors_response(f"No team named '{team}'.", field="team", status=404)
+        body = BudgetSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        amount = body.validated_data["monthly_budget"]
+        services.team_budget_set(team=found, monthly_budget=amount, actor=request.user)
+        return Response({"team": found.name, "monthly_budget": amount})
