@@ -25,12 +25,25 @@ MAX_RANGE = timedelta(days=400)
 
 
 class ReportsRead(BasePermission):
-    """Managers, release managers and superusers read every row of every report."""
+    """Managers, release managers and superusers read every row; the algorithm team reads
+    the rows of its own teams' models (`visible_models`)."""
 
-    message = "Reports need the managers or release-managers role."
+    message = "Reports need the managers, release-managers or algorithm role."
 
     def has_permission(self, request, view) -> bool:
-        return user_has_role(request.user, Role.MANAGERS.value, Role.RELEASE_MANAGERS.value)
+        return user_has_role(
+            request.user,
+            Role.MANAGERS.value,
+            Role.RELEASE_MANAGERS.value,
+            Role.ALGORITHM.value,
+        )
+
+
+def visible_models(user) -> set[str] | None:
+    """None when the user reads every row; else the names of its teams' models."""
+    if user_has_role(user, Role.MANAGERS.value, Role.RELEASE_MANAGERS.value):
+        return None
+    return selectors.team_model_names(user=user)
 
 
 class CsvRenderer(BaseRenderer):
@@ -121,7 +134,11 @@ class CostReportApi(_FormatChecked):
         query.is_valid(raise_exception=True)
         q = query.validated_data
         report = selectors.cost_report(
-            since=q["since"], until=q["until"], group_by=q["group_by"], share_idle=q["share_idle"]
+            since=q["since"],
+            until=q["until"],
+            group_by=q["group_by"],
+            share_idle=q["share_idle"],
+            models=visible_models(request.user),
         )
         return Response(report)
 
@@ -147,7 +164,11 @@ class GhostReportApi(_FormatChecked):
     def get(self, request):
         query = GhostQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        return Response(selectors.ghosts(days=query.validated_data["days"]))
+        report = selectors.ghosts(days=query.validated_data["days"])
+        models = visible_models(request.user)
+        if models is not None:
+            report["rows"] = [row for row in report["rows"] if row["model"] in models]
+        return Response(report)
 
 
 class BudgetsApi(APIView):
@@ -157,7 +178,11 @@ class BudgetsApi(APIView):
 
     @extend_schema(responses={200: dict})
     def get(self, request):
-        return Response({"rows": selectors.budgets_status()})
+        rows = selectors.budgets_status()
+        if visible_models(request.user) is not None:
+            teams = set(request.user.teams.values_list("name", flat=True))
+            rows = [row for row in rows if row["team"] in teams]
+        return Response({"rows": rows})
 
 
 class BudgetSerializer(serializers.Serializer):

@@ -243,6 +243,11 @@ def _row(group_by, group, line: Line, cents, rest, total_ticks, before: Line | N
     return row
 
 
+def team_model_names(*, user) -> set[str]:
+    """The names of the models of the teams `user` is a member of."""
+    return set(Model.objects.filter(team__members=user).values_list("name", flat=True))
+
+
 def ghosts(*, days: float, now: datetime | None = None) -> dict:
     """Versions loaded at the end of the last `days` with no request in them, and their
     cost: their compute share plus an equal share of their nodes' idle time."""

@@ -31,8 +31,8 @@ def fleet():
     cluster = TritonCluster.objects.create(
         name="prod", environment="production", node_hourly_cost=PRICE
     )
-    for name in ("n1", "n2"):
-        TritonNode.objects.create(cluster=cluster, name=name, http_url="http://127.0.0.1:1")
+    for port, name in enumerate(("n1", "n2"), start=1):
+        TritonNode.objects.create(cluster=cluster, name=name, http_url=f"http://127.0.0.1:{port}")
     team = Team.objects.create(name="fraud")
     for name in ("a", "b"):
         Model.objects.create(name=name, team=team)
@@ -126,7 +126,7 @@ def test_previous_period_change(fleet):
         ("managers", False, 200),
         ("release-managers", False, 200),
         (None, True, 200),
-        ("algorithm", False, 403),  # until teams have members: no team-scoped rows yet
+        ("algorithm", False, 200),  # its own teams' rows only (below)
         (None, False, 403),
     ],
 )
@@ -135,6 +135,27 @@ def test_who_reads_reports(fleet, make_user, role, superuser, status):
     client.force_authenticate(make_user("u", role=role, superuser=superuser))
     assert client.get("/api/v1/reports/cost/").status_code == status
     assert client.get("/api/v1/reports/ghosts/").status_code == status
+
+
+def test_the_algorithm_team_reads_only_its_own_teams_rows(fleet, make_user):
+    other = Team.objects.create(name="search")
+    Model.objects.create(name="c", team=other)
+    member, outsider = make_user("ada", role="algorithm"), make_user("sam", role="algorithm")
+    Team.objects.get(name="fraud").members.add(member)
+    other.members.add(outsider)
+    since, until = fleet.isoformat(), (fleet + timedelta(minutes=10)).isoformat()
+    seen = {}
+    for user in (member, outsider):
+        client = APIClient()
+        client.force_authenticate(user)
+        answer = client.get("/api/v1/reports/cost/", {"from": since, "to": until})
+        assert answer.status_code == 200
+        rows = answer.json()["rows"]
+        seen[user.username] = {row["model"]: Decimal(str(row["cost"])) for row in rows}
+        assert Decimal(str(answer.json()["idle_cost"])) == 0  # idle belongs to no team
+    everything = _report(fleet, fleet + timedelta(minutes=10), "model")
+    assert seen["ada"] == {r["model"]: Decimal(str(r["cost"])) for r in everything["rows"]}
+    assert seen["sam"] == {}
 
 
 def test_anonymous_gets_no_report():
