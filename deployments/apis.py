@@ -50,7 +50,7 @@ class NodeSerializer(serializers.Serializer):
     metrics_url = serializers.URLField(required=False, allow_blank=True, default="")
     health = serializers.CharField(read_only=True)
     server_version = serializers.CharField(read_only=True)
-    last_seen_at = serializers.DateTimeField(read_only=True)
+    last_seen_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
 
 class ClusterSerializer(serializers.Serializer):
@@ -153,9 +153,34 @@ class NodeDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class NodeStatusSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    http_url = serializers.CharField()
+    reachable = serializers.BooleanField()
+    health = serializers.ChoiceField(choices=["up", "down"])
+    server_version = serializers.CharField(required=False)
+    error = serializers.CharField(required=False)
+    loaded = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()))
+    drift = serializers.DictField(child=serializers.DictField())
+
+
+class ClusterStatusSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    desired = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()))
+    nodes = NodeStatusSerializer(many=True)
+
+
+class DeploymentAcceptedSerializer(serializers.Serializer):
+    """202 of a queued deployment or unload: poll GET /api/v1/deployments/{id}/."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+
+
 class ClusterStatusApi(APIView):
     """GET /api/v1/clusters/{name}/status/: live per-node state and drift."""
 
+    @extend_schema(responses={200: ClusterStatusSerializer})
     def get(self, request, name):
         return Response(selectors.cluster_status(cluster=_cluster_or_404(name)))
 
@@ -163,8 +188,8 @@ class ClusterStatusApi(APIView):
 class DeploymentNodeSerializer(serializers.Serializer):
     node = serializers.CharField(source="node_name")
     status = serializers.CharField()
-    load_ms = serializers.FloatField()
-    warmup_ms = serializers.FloatField()
+    load_ms = serializers.FloatField(allow_null=True)
+    warmup_ms = serializers.FloatField(allow_null=True)
     error = serializers.CharField()
     updated_at = serializers.DateTimeField()
 
@@ -175,14 +200,16 @@ class DeploymentSerializer(serializers.Serializer):
     status = serializers.CharField()
     cluster = serializers.CharField(source="cluster.name")
     model = serializers.CharField(source="model.name")
-    version = serializers.IntegerField(source="version.version", default=None)
+    version = serializers.IntegerField(source="version.version", default=None, allow_null=True)
     previous_versions = serializers.ListField(child=serializers.IntegerField())
     target_versions = serializers.ListField(child=serializers.IntegerField())
     error = serializers.CharField()
-    requested_by = serializers.CharField(source="requested_by.username", default=None)
+    requested_by = serializers.CharField(
+        source="requested_by.username", default=None, allow_null=True
+    )
     created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
     nodes = DeploymentNodeSerializer(many=True)
 
 
@@ -196,7 +223,7 @@ class DeploymentCreateApi(APIView):
         model = serializers.CharField()
         version = serializers.IntegerField(min_value=1)
 
-    @extend_schema(request=InputSerializer)
+    @extend_schema(request=InputSerializer, responses={202: DeploymentAcceptedSerializer})
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -238,6 +265,7 @@ class ModelUnloadApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
+    @extend_schema(request=None, responses={202: DeploymentAcceptedSerializer})
     def post(self, request, name, model):
         cluster = _cluster_or_404(name)
         found = Model.objects.filter(name=model).first()
