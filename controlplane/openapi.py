@@ -6,7 +6,7 @@
 * Every operation documents the error answers API.md promises, in their one shape
   `{"errors": [{"field"?, "message", ...}]}`: 400 where a body or query is read, 401/403
   where a user is needed, 404 where the path names an object, 409 for writes that may
-  conflict with the state, 415 where a body is sent, 413 where a file is uploaded.
+  conflict with the state, 413/415 where a body is sent, 429 where the view is throttled.
 """
 
 from django.http import JsonResponse
@@ -25,6 +25,7 @@ ERROR_DESCRIPTIONS = {
     "409": "The request conflicts with the object's current state.",
     "413": "The request body is larger than the limit.",
     "415": "The request body's media type is not accepted.",
+    "429": "Too many requests: try again later.",
 }
 
 
@@ -74,6 +75,8 @@ class SwitchyardAutoSchema(AutoSchema):
             codes.append("415")
         if "multipart/form-data" in operation.get("requestBody", {}).get("content", {}):
             codes.append("413")
+        if self.view.get_throttles():
+            codes.append("429")
         return codes
 
 

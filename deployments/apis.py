@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 from accounts.errors import errors_response
 from accounts.permissions import ReleaseManagersWrite
 from deployments import selectors, services
+from deployments.models import cluster_name_validator
 from deployments.services import DeploymentError
 from models_registry.models import Model
 from models_registry.selectors import model_version_find
@@ -54,7 +55,7 @@ class NodeSerializer(serializers.Serializer):
 
 
 class ClusterSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=63)
+    name = serializers.CharField(max_length=63, validators=[cluster_name_validator])
     environment = serializers.ChoiceField(choices=["staging", "production"])
     push_mode = serializers.ChoiceField(choices=["upload", "filesystem"], default="upload")
     repository_path = serializers.CharField(required=False, allow_blank=True, default="")

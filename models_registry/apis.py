@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from accounts.permissions import AlgorithmWrites
 from models_registry import selectors, services
 from models_registry.downloads import version_archive
+from models_registry.models import model_name_validator, team_name_validator
 from models_registry.services import Provenance, RegistryError
 
 
@@ -37,7 +38,7 @@ class TeamListCreateApi(APIView):
     permission_classes = [AlgorithmWrites]
 
     class InputSerializer(serializers.Serializer):
-        name = serializers.CharField(max_length=100)
+        name = serializers.CharField(max_length=100, validators=[team_name_validator])
 
     @extend_schema(responses={200: TeamOutputSerializer(many=True)})
     def get(self, request):
@@ -84,7 +85,7 @@ class ModelListCreateApi(APIView):
     permission_classes = [AlgorithmWrites]
 
     class InputSerializer(serializers.Serializer):
-        name = serializers.CharField(max_length=128)
+        name = serializers.CharField(max_length=128, validators=[model_name_validator])
         team = serializers.CharField()
         description = serializers.CharField(required=False, allow_blank=True, default="")
         tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)

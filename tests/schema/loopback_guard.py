@@ -9,6 +9,10 @@
   sockets below Python's audit hooks): a target that is not loopback is pointed at
   127.0.0.1:9 (discard) instead.
 
+* an address-space limit (SWITCHYARD_FUZZ_MEMORY_MB, 4096 by default; the server peaks
+  near 1.5 GB of it): a request that would build a huge array in the web process fails
+  with MemoryError (a 500 the test reports) instead of exhausting the shared machine.
+
 Every refusal is appended to the file named by SWITCHYARD_FUZZ_GUARD_LOG, which the fuzz
 test reads: an empty file proves no request of the run tried to leave 127.0.0.1.
 PostgreSQL (libpq) is reached below Python too; its address comes from the test settings.
@@ -17,6 +21,7 @@ PostgreSQL (libpq) is reached below Python too; its address comes from the test 
 import ipaddress
 import os
 import re
+import resource
 import sys
 
 LOG_PATH = os.environ.get("SWITCHYARD_FUZZ_GUARD_LOG", "")
@@ -74,6 +79,8 @@ def _guarded_channel(open_channel):
 def install() -> None:
     import grpc
 
+    limit = int(os.environ.get("SWITCHYARD_FUZZ_MEMORY_MB", "4096")) * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sys.addaudithook(_audit)
     grpc.insecure_channel = _guarded_channel(grpc.insecure_channel)
     grpc.secure_channel = _guarded_channel(grpc.secure_channel)

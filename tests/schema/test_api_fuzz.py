@@ -89,48 +89,74 @@ def loopback_only(value, key: str = ""):
 
 @dataclass
 class Seeded:
-    """Objects the fuzzer's path parameters are pointed at half of the time."""
+    """Objects the fuzzer's path parameters and body fields name half of the time."""
 
-    path_values: dict[str, object] = field(default_factory=dict)
+    path_values: dict[str, list] = field(default_factory=dict)
+    body_values: dict[str, list] = field(default_factory=dict)
+
+    def values_for(self, path: str) -> dict[str, list]:
+        """`name` is a cluster's under /clusters/, a model's elsewhere."""
+        cluster = path.startswith("/api/v1/clusters/")
+        return {**self.path_values, "name": ["fuzz-cluster" if cluster else "fuzz-model"]}
 
 
 @pytest.fixture
 def seeded(make_user):
-    """A team, a model with one version and an alias, a production cluster with one
-    loopback node (nothing listens on port 9: the node is down)."""
-    from deployments.models import TritonCluster, TritonNode
+    """A team, a model with two versions and an alias, a production cluster with one
+    loopback node (nothing listens on port 9: the node is down), a pending release, a
+    pending deployment and a pending benchmark (no worker ever runs them)."""
+    from benchmarks.models import BenchmarkRun
+    from deployments.models import Deployment, TritonCluster, TritonNode
     from models_registry.services import alias_set, model_create, team_create
+    from releases.models import Release
     from tests.registry.archives import register_risk_score_as
 
     admin = make_user("fuzz-admin", superuser=True)
     team_create(name="fuzz-team", actor=admin)
     model = model_create(name="fuzz-model", team="fuzz-team", actor=admin)
-    version = register_risk_score_as(model, admin, 1)
-    alias_set(model=model, name="staging", version=version, actor=admin)
+    baseline = register_risk_score_as(model, admin, 1)
+    candidate = register_risk_score_as(model, admin, 2)
+    alias_set(model=model, name="staging", version=baseline, actor=admin)
     cluster = TritonCluster.objects.create(name="fuzz-cluster", environment="production")
     TritonNode.objects.create(
         cluster=cluster, name="n1", http_url="http://127.0.0.1:9", grpc_url="127.0.0.1:10"
     )
+    release = Release.objects.create(
+        cluster=cluster, model=model, baseline=baseline, candidate=candidate, steps=[10, 100]
+    )
+    deployment = Deployment.objects.create(cluster=cluster, model=model, version=baseline)
+    run = BenchmarkRun.objects.create(version=baseline, concurrency=[1])
     return Seeded(
-        {
-            "name": ["fuzz-model", "fuzz-cluster"],
+        path_values={
             "model": ["fuzz-model"],
             "node": ["n1"],
-            "version": [1],
+            "version": [1, 2],
             "alias": ["staging", "production"],
-            "run_id": [1],
-            "deployment_id": [1],
-            "release_id": [1],
-        }
+            "run_id": [run.pk],
+            "deployment_id": [deployment.pk],
+            "release_id": [release.pk],
+        },
+        body_values={
+            "cluster": ["fuzz-cluster"],
+            "model": ["fuzz-model"],
+            "team": ["fuzz-team"],
+            "version": [1, 2],
+            "candidate_version": [2],
+        },
     )
 
 
 def _aim(case, data, seeded: Seeded) -> None:
-    """Point some path parameters at seeded objects; keep every URL on loopback."""
+    """Point some path parameters and body fields at seeded objects, add an unknown query
+    parameter to some reads, and keep every URL on loopback."""
+    values = seeded.values_for(case.operation.path)
     for name in list(case.path_parameters or {}):
-        choices = seeded.path_values.get(name)
-        if choices and data.draw(st.booleans(), label=f"seeded {name}"):
-            case.path_parameters[name] = data.draw(st.sampled_from(choices))
+        if name in values and data.draw(st.booleans(), label=f"seeded {name}"):
+            case.path_parameters[name] = data.draw(st.sampled_from(values[name]))
+    if isinstance(case.body, dict):
+        for name in set(case.body) & set(seeded.body_values):
+            if data.draw(st.booleans(), label=f"seeded body {name}"):
+                case.body[name] = data.draw(st.sampled_from(seeded.body_values[name]))
     if case.method.upper() == "GET" and data.draw(st.booleans(), label="unknown query"):
         case.query = {**(case.query or {}), "unknown": data.draw(st.text(max_size=8))}
     if isinstance(case.body, dict | list):

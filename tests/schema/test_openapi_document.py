@@ -2,7 +2,12 @@
 
 import pytest
 from django.core.management import call_command
+from django.urls import path as url_path
 from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.views import APIView
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +102,25 @@ def test_an_unknown_api_path_answers_a_json_404_and_pages_keep_theirs(client):
 
     assert api.status_code == 404 and api.json() == {"errors": [{"message": "Not found."}]}
     assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
+
+
+class _FiveAMinute(SimpleRateThrottle):
+    rate = "5/min"
+
+    def get_cache_key(self, request, view):
+        return "fixed"
+
+
+class _ThrottledApi(APIView):
+    throttle_classes = [_FiveAMinute]
+
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request):
+        return Response(status=204)
+
+
+def test_a_throttled_operation_documents_429():
+    generator = SchemaGenerator(patterns=[url_path("api/v1/throttled/", _ThrottledApi.as_view())])
+    document = generator.get_schema(request=None, public=True)
+
+    assert "429" in document["paths"]["/api/v1/throttled/"]["post"]["responses"]
