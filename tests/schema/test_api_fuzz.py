@@ -72,7 +72,12 @@ _URL_KEY = re.compile(r"url$", re.IGNORECASE)
 # and sticky header, repository/prefix paths, benchmark dims). Each entry is
 # (method, path, reason); the operation is still fuzzed, only a 5xx there is tolerated.
 # Remove the entries once that work is merged.
-KNOWN_VALIDATION_GAPS: dict[tuple[str, str], str] = {}
+# Not listed: gaps that break later work rather than a request (release ticks, pushes).
+KNOWN_VALIDATION_GAPS: dict[tuple[str, str], str] = {
+    # A PATCHed router without `listen`, with a non-string or non-loopback one: KeyError,
+    # AttributeError or RouterError in router_view (test_validation_gaps.py shows each).
+    ("GET", "/api/v1/clusters/{name}/router/"): "cluster router JSON unvalidated",
+}
 
 
 def loopback_only(value, key: str = ""):
