@@ -48,7 +48,7 @@ from tests.schema.conftest import api_token
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
-MAX_EXAMPLES = int(os.environ.get("SWITCHYARD_FUZZ_EXAMPLES", "6"))
+MAX_EXAMPLES = int(os.environ.get("SWITCHYARD_FUZZ_EXAMPLES", "5"))
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -110,8 +110,11 @@ def seeded(make_user):
     """A team, a model with two versions and an alias, a production cluster with one
     loopback node (nothing listens on port 9: the node is down), a pending release, a
     pending deployment and a pending benchmark (no worker ever runs them)."""
+    from django.db import transaction
+
     from benchmarks.models import BenchmarkRun
     from deployments.models import Deployment, TritonCluster, TritonNode
+    from deployments.services import serving_state_set
     from models_registry.services import alias_set, model_create, team_create
     from releases.models import Release
     from tests.registry.archives import register_risk_score_as
@@ -126,8 +129,11 @@ def seeded(make_user):
     TritonNode.objects.create(
         cluster=cluster, name="n1", http_url="http://127.0.0.1:9", grpc_url="127.0.0.1:10"
     )
+    with transaction.atomic():  # v1 serves: a new release gets past its checks to the 409
+        serving_state_set(cluster=cluster, model=model, versions=[baseline])
+    steps = [{"weight": 10.0, "manual_gate": False}, {"weight": 100.0, "manual_gate": True}]
     release = Release.objects.create(
-        cluster=cluster, model=model, baseline=baseline, candidate=candidate, steps=[10, 100]
+        cluster=cluster, model=model, baseline=baseline, candidate=candidate, steps=steps
     )
     deployment = Deployment.objects.create(cluster=cluster, model=model, version=baseline)
     run = BenchmarkRun.objects.create(version=baseline, concurrency=[1])
