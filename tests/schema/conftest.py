@@ -32,12 +32,16 @@ def _answers(port: int) -> bool:
         conn.close()
 
 
-def _purge_queue(queue: str) -> None:
-    """Drop what the run queued: no worker ever reads this queue, nothing may run later."""
-    from controlplane.celery import app
+def _drop_queue(queue: str) -> None:
+    """Drop the queue and what the run queued: no worker reads it, nothing may run later."""
+    import redis
+    from django.conf import settings
 
-    with app.connection_for_write() as conn:
-        conn.default_channel.queue_purge(queue)
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+    finally:
+        client.close()
 
 
 @pytest.fixture
@@ -65,7 +69,7 @@ def fuzz_server(transactional_db, tmp_path):
         yield FuzzServer(f"http://127.0.0.1:{port}", guard_log, queue)
     finally:
         stop_process(proc)
-        _purge_queue(queue)
+        _drop_queue(queue)
 
 
 def api_token(base_url: str, username: str, password: str) -> str:
