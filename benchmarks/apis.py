@@ -12,7 +12,7 @@ from accounts.permissions import AlgorithmWrites
 from benchmarks import selectors, services
 from benchmarks.services import BenchmarkError
 from deployments.selectors import cluster_get
-from models_registry.selectors import model_version_or_404
+from models_registry.selectors import model_version_find, model_version_or_404
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 
@@ -34,7 +34,7 @@ class BenchmarkSerializer(serializers.Serializer):
     version = serializers.IntegerField(source="version.version")
     source = serializers.CharField()
     status = serializers.CharField()
-    cluster = serializers.CharField(source="cluster.name", default=None)
+    cluster = serializers.CharField(source="cluster.name", default=None, allow_null=True)
     node = serializers.CharField(source="node_name")
     concurrency = serializers.ListField(child=serializers.IntegerField())
     duration_s = serializers.FloatField()
@@ -46,10 +46,19 @@ class BenchmarkSerializer(serializers.Serializer):
     verdict = serializers.JSONField()
     error = serializers.CharField()
     file_name = serializers.CharField()
-    requested_by = serializers.CharField(source="requested_by.username", default=None)
+    requested_by = serializers.CharField(
+        source="requested_by.username", default=None, allow_null=True
+    )
     created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class BenchmarkAcceptedSerializer(serializers.Serializer):
+    """202 of a queued or cancelled run: poll GET /api/v1/benchmarks/{id}/."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField()
 
 
 class BenchmarkCreateApi(APIView):
@@ -74,12 +83,16 @@ class BenchmarkCreateApi(APIView):
             required=False,
         )
 
-    @extend_schema(request=InputSerializer)
+    @extend_schema(request=InputSerializer, responses={202: BenchmarkAcceptedSerializer})
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         body = dict(data.validated_data)
-        version = model_version_or_404(model_name=body.pop("model"), version=body.pop("version"))
+        model, number = body.pop("model"), body.pop("version")
+        version = model_version_find(model_name=model, version=number)
+        if version is None:
+            message = f"Model '{model}' has no version {number}."
+            return Response({"errors": [{"field": "version", "message": message}]}, status=400)
         cluster = cluster_get(name=body.pop("cluster"))
         if cluster is None:
             message = f"No cluster named '{request.data.get('cluster')}'."
@@ -109,6 +122,7 @@ class BenchmarkCancelApi(APIView):
 
     permission_classes = [AlgorithmWrites]
 
+    @extend_schema(request=None, responses={202: BenchmarkAcceptedSerializer})
     def post(self, request, run_id):
         run = selectors.benchmark_get(run_id=run_id)
         if run is None:

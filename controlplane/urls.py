@@ -16,6 +16,8 @@ api_v1 = [
     path("", include("reports.urls_api")),
 ]
 
+handler404 = "controlplane.openapi.handler404"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),

@@ -10,6 +10,7 @@ from accounts.errors import errors_response
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments import selectors, services
+from deployments.models import cluster_name_validator
 from deployments.services import DeploymentError
 from models_registry.models import Model
 from models_registry.selectors import model_version_find
@@ -71,11 +72,11 @@ class NodeSerializer(serializers.Serializer):
     execution_slots = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     health = serializers.CharField(read_only=True)
     server_version = serializers.CharField(read_only=True)
-    last_seen_at = serializers.DateTimeField(read_only=True)
+    last_seen_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
 
 class ClusterSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=63)
+    name = serializers.CharField(max_length=63, validators=[cluster_name_validator])
     environment = serializers.ChoiceField(choices=["staging", "production"])
     push_mode = serializers.ChoiceField(choices=["upload", "filesystem"], default="upload")
     repository_path = serializers.CharField(required=False, allow_blank=True, default="")
@@ -177,9 +178,34 @@ class NodeDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class NodeStatusSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    http_url = serializers.CharField()
+    reachable = serializers.BooleanField()
+    health = serializers.ChoiceField(choices=["up", "down"])
+    server_version = serializers.CharField(required=False)
+    error = serializers.CharField(required=False)
+    loaded = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()))
+    drift = serializers.DictField(child=serializers.DictField())
+
+
+class ClusterStatusSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    desired = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()))
+    nodes = NodeStatusSerializer(many=True)
+
+
+class DeploymentAcceptedSerializer(serializers.Serializer):
+    """202 of a queued deployment or unload: poll GET /api/v1/deployments/{id}/."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+
+
 class ClusterStatusApi(APIView):
     """GET /api/v1/clusters/{name}/status/: live per-node state and drift."""
 
+    @extend_schema(responses={200: ClusterStatusSerializer})
     def get(self, request, name):
         return Response(selectors.cluster_status(cluster=_cluster_or_404(name)))
 
@@ -187,8 +213,8 @@ class ClusterStatusApi(APIView):
 class DeploymentNodeSerializer(serializers.Serializer):
     node = serializers.CharField(source="node_name")
     status = serializers.CharField()
-    load_ms = serializers.FloatField()
-    warmup_ms = serializers.FloatField()
+    load_ms = serializers.FloatField(allow_null=True)
+    warmup_ms = serializers.FloatField(allow_null=True)
     error = serializers.CharField()
     updated_at = serializers.DateTimeField()
 
@@ -199,14 +225,16 @@ class DeploymentSerializer(serializers.Serializer):
     status = serializers.CharField()
     cluster = serializers.CharField(source="cluster.name")
     model = serializers.CharField(source="model.name")
-    version = serializers.IntegerField(source="version.version", default=None)
+    version = serializers.IntegerField(source="version.version", default=None, allow_null=True)
     previous_versions = serializers.ListField(child=serializers.IntegerField())
     target_versions = serializers.ListField(child=serializers.IntegerField())
     error = serializers.CharField()
-    requested_by = serializers.CharField(source="requested_by.username", default=None)
+    requested_by = serializers.CharField(
+        source="requested_by.username", default=None, allow_null=True
+    )
     created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
     nodes = DeploymentNodeSerializer(many=True)
 
 
@@ -220,7 +248,7 @@ class DeploymentCreateApi(APIView):
         model = serializers.CharField()
         version = serializers.IntegerField(min_value=1)
 
-    @extend_schema(request=InputSerializer)
+    @extend_schema(request=InputSerializer, responses={202: DeploymentAcceptedSerializer})
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -262,6 +290,7 @@ class ModelUnloadApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
+    @extend_schema(request=None, responses={202: DeploymentAcceptedSerializer})
     def post(self, request, name, model):
         cluster = _cluster_or_404(name)
         found = Model.objects.filter(name=model).first()

@@ -2,7 +2,8 @@
 
 from django.conf import settings
 from django.http import FileResponse, Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -13,6 +14,7 @@ from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
 from models_registry import selectors, services
 from models_registry.downloads import version_archive
+from models_registry.models import model_name_validator, team_name_validator
 from models_registry.services import Provenance, RegistryError
 
 
@@ -46,7 +48,7 @@ class TeamListCreateApi(APIView):
     permission_classes = [AlgorithmWrites]
 
     class InputSerializer(serializers.Serializer):
-        name = serializers.CharField(max_length=100)
+        name = serializers.CharField(max_length=100, validators=[team_name_validator])
 
     @extend_schema(parameters=PAGE_PARAMETERS, responses={200: TeamOutputSerializer(many=True)})
     def get(self, request):
@@ -145,7 +147,7 @@ class ModelListCreateApi(APIView):
     permission_classes = [AlgorithmWrites]
 
     class InputSerializer(serializers.Serializer):
-        name = serializers.CharField(max_length=128)
+        name = serializers.CharField(max_length=128, validators=[model_name_validator])
         team = serializers.CharField()
         description = serializers.CharField(required=False, allow_blank=True, default="")
         tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
@@ -208,7 +210,7 @@ class VersionSummarySerializer(serializers.Serializer):
     validation = serializers.JSONField()
     size_bytes = serializers.IntegerField()
     aliases = serializers.SerializerMethodField()
-    created_by = serializers.CharField(source="created_by.username", default=None)
+    created_by = serializers.CharField(source="created_by.username", default=None, allow_null=True)
     created_at = serializers.DateTimeField()
 
     def get_aliases(self, obj) -> list[str]:
@@ -296,6 +298,7 @@ class VersionDetailApi(APIView):
     def get(self, request, name, version):
         return Response(VersionDetailSerializer(self._get(name, version)).data)
 
+    @extend_schema(responses={204: None})
     def delete(self, request, name, version):
         try:
             services.model_version_delete(version=self._get(name, version), actor=request.user)
@@ -307,6 +310,13 @@ class VersionDetailApi(APIView):
 class VersionArchiveApi(APIView):
     """GET /api/v1/models/{name}/versions/{version}/archive/: the stored files as .tar.gz."""
 
+    @extend_schema(
+        responses={
+            (200, "application/gzip"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="The version's files as a .tar.gz."
+            )
+        }
+    )
     def get(self, request, name, version):
         found = selectors.model_version_get(model=_model_or_404(name), version=version)
         if found is None:
@@ -328,7 +338,12 @@ class AliasSetApi(APIView):
     class InputSerializer(serializers.Serializer):
         version = serializers.IntegerField(min_value=1)
 
-    @extend_schema(request=InputSerializer)
+    class OutputSerializer(serializers.Serializer):
+        model = serializers.CharField()
+        alias = serializers.CharField()
+        version = serializers.IntegerField()
+
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer})
     def put(self, request, name, alias):
         model = _model_or_404(name)
         data = self.InputSerializer(data=request.data)

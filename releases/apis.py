@@ -45,16 +45,16 @@ class ReleaseSerializer(serializers.Serializer):
     state = serializers.CharField(source="phase")
     step_index = serializers.IntegerField()
     candidate_weight = serializers.FloatField()
-    router_weight = serializers.FloatField()
+    router_weight = serializers.FloatField(allow_null=True)
     failed_checks = serializers.IntegerField()
     inconclusive_checks = serializers.IntegerField()
     reason = serializers.CharField()
     pending_action = serializers.JSONField()
     last_analysis = serializers.JSONField()
     router_url = serializers.SerializerMethodField()
-    created_by = serializers.CharField(source="created_by.username", default=None)
+    created_by = serializers.CharField(source="created_by.username", default=None, allow_null=True)
     created_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
 
     def get_router_url(self, obj) -> str:
         router = obj.cluster.router
@@ -120,7 +120,11 @@ class ReleaseListCreateApi(APIView):
     def get(self, request):
         return paginated(request, selectors.release_list(limit=None), ReleaseSerializer)
 
-    @extend_schema(request=InputSerializer, responses={201: ReleaseSerializer})
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        state = serializers.CharField()
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -192,10 +196,34 @@ class ReleaseActionApi(APIView):
         return Response(ReleaseSerializer(selectors.release_get(release_id=release_id)).data)
 
 
+class RouterNodeSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    routed = serializers.BooleanField()
+
+
+class RouterSplitSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    percent = serializers.FloatField()
+
+
+class RouterRouteSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    split = RouterSplitSerializer(many=True)
+
+
+class RouterViewSerializer(serializers.Serializer):
+    driver = serializers.CharField()
+    listen = serializers.CharField()
+    running = serializers.BooleanField()
+    nodes = RouterNodeSerializer(many=True)
+    routes = RouterRouteSerializer(many=True)
+
+
 class ClusterRouterApi(APIView):
     """GET /api/v1/clusters/{name}/router/: what the cluster's router does now (driver,
     whether it runs, the nodes it sends to, each route's split), read from the router."""
 
+    @extend_schema(responses={200: RouterViewSerializer})
     def get(self, request, name):
         cluster = cluster_get(name=name)
         if cluster is None:

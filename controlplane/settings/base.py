@@ -128,7 +128,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "controlplane.openapi.SwitchyardAutoSchema",
     "EXCEPTION_HANDLER": "accounts.errors.api_exception_handler",
     # Per client IP (anonymous) or user: the token endpoint and websocket tickets.
     "DEFAULT_THROTTLE_RATES": {

@@ -1,0 +1,87 @@
+"""The OpenAPI document as the API behaves: unique component names, documented errors.
+
+* A serializer nested in a view (`TokenCreateApi.InputSerializer`) is named after its view
+  (`TokenCreateInput`), so the many `InputSerializer` classes no longer collapse onto one
+  component `Input`.
+* Every operation documents the error answers API.md promises, in their one shape
+  `{"errors": [{"field"?, "message", ...}]}`: 400 where a body or query is read, 401/403
+  where a user is needed, 404 where the path names an object, 409 for writes that may
+  conflict with the state, 413/415 where a body is sent, 429 where the view is throttled.
+"""
+
+from django.http import JsonResponse
+from django.views import defaults
+from drf_spectacular.openapi import AutoSchema
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+
+WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+BODY_METHODS = {"POST", "PUT", "PATCH"}
+ERROR_DESCRIPTIONS = {
+    "400": "The request is malformed or a field is invalid.",
+    "401": "No valid credentials were given.",
+    "403": "The signed-in user may not do this.",
+    "404": "No such object.",
+    "409": "The request conflicts with the object's current state.",
+    "413": "The request body is larger than the limit.",
+    "415": "The request body's media type is not accepted.",
+    "429": "Too many requests: try again later.",
+}
+
+
+class ErrorSerializer(serializers.Serializer):
+    field = serializers.CharField(required=False, help_text="The input field at fault.")
+    message = serializers.CharField()
+    file = serializers.CharField(required=False, help_text="The uploaded file at fault.")
+    line = serializers.IntegerField(required=False, help_text="The line of that file.")
+
+
+class ErrorsSerializer(serializers.Serializer):
+    errors = ErrorSerializer(many=True)
+
+
+class SwitchyardAutoSchema(AutoSchema):
+    def get_serializer_name(self, serializer, direction) -> str:
+        qualname = serializer.__class__.__qualname__
+        if "." not in qualname:
+            return super().get_serializer_name(serializer, direction)
+        outer, _, inner = qualname.rpartition(".")
+        return outer.split(".")[-1].removesuffix("Api") + inner
+
+    def get_operation(self, path, path_regex, path_prefix, method, registry):
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        if operation is None:
+            return None
+        component = self.resolve_serializer(ErrorsSerializer, "response")
+        content = {"application/json": {"schema": component.ref}}
+        responses = operation.setdefault("responses", {})
+        for code in self._error_codes(operation):
+            answer = {"description": ERROR_DESCRIPTIONS[code], "content": content}
+            responses.setdefault(code, answer)
+        return operation
+
+    def _error_codes(self, operation: dict) -> list[str]:
+        codes = []
+        has_query = any(p.get("in") == "query" for p in operation.get("parameters", []))
+        if self.method in BODY_METHODS or has_query:
+            codes.append("400")
+        if not all(isinstance(p, AllowAny) for p in self.view.get_permissions()):
+            codes += ["401", "403"]
+        if "{" in self.path:
+            codes.append("404")
+        if self.method in WRITE_METHODS:
+            codes.append("409")
+        if self.method in BODY_METHODS:
+            codes.append("415")
+        if "multipart/form-data" in operation.get("requestBody", {}).get("content", {}):
+            codes.append("413")
+        if self.view.get_throttles():
+            codes.append("429")
+        return codes
+
+
+def handler404(request, exception):
+    """API paths answer a 404 in the API's error shape; pages keep Django's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"errors": [{"message": "Not found."}]}, status=404)
+    return defaults.page_not_found(request, exception)
