@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from accounts.errors import errors_response
+from accounts.errors import ErrorsSerializer, errors_response
 from accounts.models import ApiToken
 from accounts.roles import user_roles
 from accounts.selectors import api_tokens_of
@@ -33,23 +33,6 @@ class ApiTokenSerializer(serializers.ModelSerializer):
     class Meta:
         model = ApiToken
         fields = ["id", "name", "prefix", "created_at", "expires_at", "last_used_at", "revoked_at"]
-
-
-class _ErrorSerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "ErrorItem"
-
-    field = serializers.CharField(required=False)
-    message = serializers.CharField()
-
-
-class ErrorsSerializer(serializers.Serializer):
-    """The contract's error body (API.md): {"errors": [{"field"?, "message"}]}."""
-
-    class Meta:
-        ref_name = "Errors"
-
-    errors = _ErrorSerializer(many=True)
 
 
 def too_many_attempts(retry_after: int) -> Response:

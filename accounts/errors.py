@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from rest_framework import serializers
 from rest_framework.views import exception_handler
 
 
@@ -35,3 +36,16 @@ def errors_response(message: str, *, field: str | None = None, status: int = 400
 
     error = {**({"field": field} if field else {}), "message": message}
     return Response({"errors": [error]}, status=status)
+
+
+class ErrorSerializer(serializers.Serializer):
+    field = serializers.CharField(required=False, help_text="The input field at fault.")
+    message = serializers.CharField()
+    file = serializers.CharField(required=False, help_text="The uploaded file at fault.")
+    line = serializers.IntegerField(required=False, help_text="The line of that file.")
+
+
+class ErrorsSerializer(serializers.Serializer):
+    """The contract's error body (API.md): {"errors": [{"field"?, "message", ...}]}."""
+
+    errors = ErrorSerializer(many=True)

@@ -12,8 +12,9 @@
 from django.http import JsonResponse
 from django.views import defaults
 from drf_spectacular.openapi import AutoSchema
-from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+
+from accounts.errors import ErrorsSerializer
 
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 BODY_METHODS = {"POST", "PUT", "PATCH"}
@@ -27,17 +28,6 @@ ERROR_DESCRIPTIONS = {
     "415": "The request body's media type is not accepted.",
     "429": "Too many requests: try again later.",
 }
-
-
-class ErrorSerializer(serializers.Serializer):
-    field = serializers.CharField(required=False, help_text="The input field at fault.")
-    message = serializers.CharField()
-    file = serializers.CharField(required=False, help_text="The uploaded file at fault.")
-    line = serializers.IntegerField(required=False, help_text="The line of that file.")
-
-
-class ErrorsSerializer(serializers.Serializer):
-    errors = ErrorSerializer(many=True)
 
 
 class SwitchyardAutoSchema(AutoSchema):

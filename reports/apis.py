@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -44,6 +45,83 @@ def visible_models(user) -> set[str] | None:
     if user_has_role(user, Role.MANAGERS.value, Role.RELEASE_MANAGERS.value):
         return None
     return selectors.team_model_names(user=user)
+
+
+class CostRowSerializer(serializers.Serializer):
+    """One group of a cost report; only the grouping's keys are present."""
+
+    model = serializers.CharField(required=False)
+    version = serializers.CharField(required=False)
+    team = serializers.CharField(required=False)
+    cluster = serializers.CharField(required=False)
+    node = serializers.CharField(required=False)
+    cost = serializers.FloatField()
+    idle_cost = serializers.FloatField(required=False, help_text="cluster and node groupings")
+    unknown_cost = serializers.FloatField(required=False, help_text="cluster and node groupings")
+    shared_idle = serializers.FloatField(required=False, help_text="with share_idle")
+    share = serializers.FloatField()
+    requests = serializers.IntegerField()
+    successes = serializers.IntegerField()
+    compute_hours = serializers.FloatField()
+    cost_per_1k = serializers.FloatField(allow_null=True)
+    change_pct = serializers.FloatField(allow_null=True)
+
+
+class CostReportSerializer(serializers.Serializer):
+    from_ = serializers.CharField(help_text="ISO 8601")
+    to = serializers.CharField(help_text="ISO 8601")
+    group_by = serializers.CharField()
+    currency = serializers.CharField()
+    total_cost = serializers.FloatField()
+    idle_cost = serializers.FloatField()
+    unknown_cost = serializers.FloatField()
+    rows = CostRowSerializer(many=True)
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")  # a keyword in Python, a field in the answer
+        return fields
+
+
+class GhostRowSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    version = serializers.CharField()
+    cluster = serializers.CharField()
+    node = serializers.CharField()
+    days_loaded = serializers.FloatField()
+    cost = serializers.FloatField()
+    cost_share = serializers.FloatField()
+    projected_monthly_cost = serializers.FloatField()
+
+
+class GhostReportSerializer(serializers.Serializer):
+    from_ = serializers.CharField(help_text="ISO 8601")
+    to = serializers.CharField(help_text="ISO 8601")
+    days = serializers.FloatField()
+    currency = serializers.CharField()
+    rows = GhostRowSerializer(many=True)
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+
+class BudgetRowSerializer(serializers.Serializer):
+    team = serializers.CharField()
+    monthly_budget = serializers.FloatField()
+    month_to_date = serializers.FloatField()
+    used_pct = serializers.FloatField(allow_null=True)
+    level = serializers.ChoiceField(choices=["ok", "warning", "over"])
+
+
+class BudgetsSerializer(serializers.Serializer):
+    rows = BudgetRowSerializer(many=True)
+
+
+def _json_or_csv(serializer) -> dict:
+    """The same report as JSON or, with format=csv / Accept: text/csv, its rows as CSV."""
+    return {(200, "application/json"): serializer, (200, "text/csv"): OpenApiTypes.STR}
 
 
 class CsvRenderer(BaseRenderer):
@@ -127,7 +205,7 @@ class CostReportApi(_FormatChecked):
             OpenApiParameter(name, str, required=False)
             for name in ("from", "to", "group_by", "share_idle", "format")
         ],
-        responses={200: dict},
+        responses=_json_or_csv(CostReportSerializer),
     )
     def get(self, request):
         query = CostQuerySerializer(data=request.query_params)
@@ -159,7 +237,11 @@ class GhostReportApi(_FormatChecked):
     renderer_classes = [JSONRenderer, CsvRenderer]
 
     @extend_schema(
-        parameters=[OpenApiParameter("days", float, required=False)], responses={200: dict}
+        parameters=[
+            OpenApiParameter("days", float, required=False),
+            OpenApiParameter("format", str, required=False),
+        ],
+        responses=_json_or_csv(GhostReportSerializer),
     )
     def get(self, request):
         query = GhostQuerySerializer(data=request.query_params)
@@ -176,7 +258,7 @@ class BudgetsApi(APIView):
 
     permission_classes = [ReportsRead]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: BudgetsSerializer})
     def get(self, request):
         rows = selectors.budgets_status()
         if visible_models(request.user) is not None:
@@ -191,12 +273,17 @@ class BudgetSerializer(serializers.Serializer):
     )
 
 
+class BudgetSetAnswerSerializer(serializers.Serializer):
+    team = serializers.CharField()
+    monthly_budget = serializers.FloatField(allow_null=True)
+
+
 class BudgetSetApi(APIView):
     """PUT {"monthly_budget": "1000.00"} (or null to remove): managers set team budgets."""
 
     permission_classes = [ReportsRead]
 
-    @extend_schema(request=BudgetSerializer, responses={200: dict})
+    @extend_schema(request=BudgetSerializer, responses={200: BudgetSetAnswerSerializer})
     def put(self, request, team: str):
         if not user_has_role(request.user, Role.MANAGERS.value):
             return errors_response("Budgets are set by managers.", status=403)
