@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "releases",
     "reports",
     "console",
+    "observability",
 ]
 
 MIDDLEWARE = [
@@ -211,3 +212,14 @@ BENCHMARK_MAX_CONCURRENCY = env.int("BENCHMARK_MAX_CONCURRENCY", default=256)
 BENCHMARK_MAX_LEVEL_S = env.float("BENCHMARK_MAX_LEVEL_S", default=120.0)
 BENCHMARK_MAX_TOTAL_S = env.float("BENCHMARK_MAX_TOTAL_S", default=780.0)
 BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default=1.3)
+
+# GET /metrics (the control plane's own Prometheus metrics, observability/): readable with
+# `Authorization: Bearer <token>` when a token is set, or from these networks without one.
+SWITCHYARD_METRICS_TOKEN = env.str("SWITCHYARD_METRICS_TOKEN", default="")
+SWITCHYARD_METRICS_ALLOWED_NETWORKS = env.list(
+    "SWITCHYARD_METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"]
+)
+# Celery queues whose length /metrics reports (the workers' queues).
+SWITCHYARD_METRICS_QUEUES = env.list(
+    "SWITCHYARD_METRICS_QUEUES", default=[CELERY_TASK_DEFAULT_QUEUE]
+)
