@@ -120,7 +120,9 @@ def test_metrics_report_releases_pushes_drift_nodes_collector_and_queues(
     assert value(found, drift, cluster="prod", kind="missing") == 2
     assert value(found, "switchyard_node_up", cluster="prod", node="n1") == 1
     assert value(found, "switchyard_node_up", cluster="prod", node="n2") == 0
-    assert ("switchyard_node_last_seen_timestamp_seconds", frozenset({"cluster": "prod", "node": "n2"}.items())) not in found  # fmt: skip
+    seen = "switchyard_node_last_seen_timestamp_seconds"
+    assert value(found, seen, cluster="prod", node="n1") > 0
+    assert (seen, frozenset({"cluster": "prod", "node": "n2"}.items())) not in found  # never seen
     errors = "switchyard_collector_scrape_errors_total"
     assert value(found, errors, cluster="prod", node="n2") == 3
     assert value(found, "switchyard_collector_last_tick_timestamp_seconds") == 1_700_000_002.0
