@@ -216,9 +216,11 @@ BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default
 # GET /metrics (the control plane's own Prometheus metrics, observability/): readable with
 # `Authorization: Bearer <token>` when a token is set, or from these networks without one.
 SWITCHYARD_METRICS_TOKEN = env.str("SWITCHYARD_METRICS_TOKEN", default="")
-SWITCHYARD_METRICS_ALLOWED_NETWORKS = env.list(
-    "SWITCHYARD_METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"]
-)
+SWITCHYARD_METRICS_ALLOWED_NETWORKS = [
+    n.strip()
+    for n in env.list("SWITCHYARD_METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"])
+    if n.strip()  # an empty value allows no network: the token alone opens /metrics
+]
 # Celery queues whose length /metrics reports (the workers' queues).
 SWITCHYARD_METRICS_QUEUES = env.list(
     "SWITCHYARD_METRICS_QUEUES", default=[CELERY_TASK_DEFAULT_QUEUE]
