@@ -215,7 +215,11 @@ BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default
 
 # GET /metrics (the control plane's own Prometheus metrics, observability/): readable with
 # `Authorization: Bearer <token>` when a token is set, or from these networks without one.
+# The token may come from a file instead (a container secret): SWITCHYARD_METRICS_TOKEN_FILE.
 SWITCHYARD_METRICS_TOKEN = env.str("SWITCHYARD_METRICS_TOKEN", default="")
+if not SWITCHYARD_METRICS_TOKEN and env.str("SWITCHYARD_METRICS_TOKEN_FILE", default=""):
+    with open(env.str("SWITCHYARD_METRICS_TOKEN_FILE"), encoding="utf-8") as _token_file:
+        SWITCHYARD_METRICS_TOKEN = _token_file.read().strip()
 SWITCHYARD_METRICS_ALLOWED_NETWORKS = [
     n.strip()
     for n in env.list("SWITCHYARD_METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"])

@@ -160,3 +160,20 @@ def test_metrics_with_no_token_set_refuse_an_empty_bearer(client, settings):
     settings.SWITCHYARD_METRICS_TOKEN = ""
     response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer ", REMOTE_ADDR="10.1.2.3")
     assert response.status_code == 401
+
+
+def test_metrics_token_can_come_from_a_secret_file(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, child_environment
+
+    (tmp_path / "token").write_text("from-a-file\n")
+    env = child_environment(SWITCHYARD_METRICS_TOKEN_FILE=str(tmp_path / "token"))
+    env.pop("SWITCHYARD_METRICS_TOKEN", None)
+    code = "import django; django.setup(); from django.conf import settings as s; "
+    code += "print(s.SWITCHYARD_METRICS_TOKEN)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "from-a-file", out.stderr
