@@ -48,7 +48,8 @@ def test_compose_runs_every_process_kind_with_production_settings():
         assert env["DATABASE_URL"] == "postgres://switchyard:pw@postgres:5432/switchyard"
         assert env["REDIS_URL"] and env["DJANGO_ALLOWED_HOSTS"]
     assert "beat" in services["beat"]["command"] and "deploy" not in services["beat"]
-    assert "migrate" in " ".join(services["web"]["command"])
+    kinds = {name: services[name]["command"][0] for name in ("web", "worker", "collector")}
+    assert kinds == {"web": "web", "worker": "worker", "collector": "collector"}
     for name in ("postgres", "redis", "web", "triton-1", "triton-2", "triton-gpu-1"):
         assert services[name]["healthcheck"]["test"], name
     assert {"pgdata", "artifacts", "models", "routers", "prometheus"} <= set(config["volumes"])
