@@ -60,12 +60,15 @@ fi
 # --- install kit (issue #15): containers for the compose end-to-end test -------------------
 # podman + runc build and run the compose kit's images (crun fails on this kernel's cgroup
 # hybrid mode); debootstrap makes the base image from the Debian archive (no registry needed);
-# docker-compose (Debian's 1.29) checks docker-compose.yml offline.
+# docker-compose (Debian's 1.29) checks docker-compose.yml offline; podman-compose (PyPI,
+# requirements.txt) runs it. kubectl, when present, renders the kustomize overlays.
 kit_missing=()
 command -v podman >/dev/null 2>&1 || kit_missing+=(podman)
 command -v runc >/dev/null 2>&1 || kit_missing+=(runc)
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || kit_missing+=(debootstrap)
 command -v docker-compose >/dev/null 2>&1 || kit_missing+=(docker-compose)
+# Service-name DNS on podman's CNI bridge networks (compose services find each other by name).
+[ -x /usr/lib/cni/dnsname ] || kit_missing+=(golang-github-containernetworking-plugin-dnsname)
 if [ ${#kit_missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
