@@ -3,7 +3,9 @@
 #   web                daphne on :8000; applies migrations first unless SWITCHYARD_MIGRATE=0
 #   worker [args]      the Celery worker, plus the nginx router of every cluster named in
 #                      SWITCHYARD_ROUTER_CLUSTERS (the nginx driver reloads nginx by its pid
-#                      and release analysis reads its access log: they share a container)
+#                      and release analysis reads its access log: they share a container).
+#                      Routers listen on 127.0.0.1 only; SWITCHYARD_ROUTER_PUBLISH, e.g.
+#                      "8080=18080", forwards 0.0.0.0:8080 to the router on 127.0.0.1:18080.
 #   beat               Celery beat (exactly one per installation)
 #   collector [args]   the telemetry collector
 #   router CLUSTER     one cluster's nginx router alone (where no worker drives it)
@@ -34,6 +36,9 @@ case "$kind" in
     retry 150 python manage.py migrate --noinput ;;
   worker)
     retry 300 schema_ready
+    for pair in $(echo "${SWITCHYARD_ROUTER_PUBLISH:-}" | tr ',' ' '); do
+      socat TCP-LISTEN:"${pair%%=*}",fork,reuseaddr,backlog=1024 TCP:127.0.0.1:"${pair#*=}" &
+    done
     for cluster in $(echo "${SWITCHYARD_ROUTER_CLUSTERS:-}" | tr ',' ' '); do
       ( while true; do
           python manage.py run_router --cluster "$cluster" --wait 31536000 || true
