@@ -61,7 +61,7 @@ fi
 # podman + runc build and run the compose kit's images (crun fails on this kernel's cgroup
 # hybrid mode); debootstrap makes the base image from the Debian archive (no registry needed);
 # docker-compose (Debian's 1.29) checks docker-compose.yml offline; podman-compose (PyPI,
-# requirements.txt) runs it. kubectl, when present, renders the kustomize overlays.
+# requirements.txt) runs it.
 kit_missing=()
 command -v podman >/dev/null 2>&1 || kit_missing+=(podman)
 command -v runc >/dev/null 2>&1 || kit_missing+=(runc)
@@ -69,6 +69,8 @@ command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || kit_mi
 command -v docker-compose >/dev/null 2>&1 || kit_missing+=(docker-compose)
 # Service-name DNS on podman's CNI bridge networks (compose services find each other by name).
 [ -x /usr/lib/cni/dnsname ] || kit_missing+=(golang-github-containernetworking-plugin-dnsname)
+# kubectl's built-in kustomize renders the Kubernetes overlays in the suite (Debian's is 1.20).
+command -v kubectl >/dev/null 2>&1 || kit_missing+=(kubernetes-client)
 if [ ${#kit_missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
