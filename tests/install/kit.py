@@ -26,7 +26,7 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 # Mirrors .dockerignore plus what no image needs: changes there never rebuild an image.
 NOT_IN_IMAGES = (
-    ".git", "tests/", "docs/", "bench/", "var/", "README.md", "docker-compose.yml",
+    ".git", "tests/", "docs/", "bench/", "var/", "scripts/", "README.md", "docker-compose.yml",
     "deploy/k8s/", "deploy/compose/", "deploy/prometheus/", "deploy/grafana/",
 )  # fmt: skip
 # podman 4.3 on these kernels: runc (crun fails on cgroup hybrid mode and on raising
