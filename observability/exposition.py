@@ -24,13 +24,13 @@ from prometheus_client.core import (
 from prometheus_client.utils import floatToGoString
 
 from observability import selectors
-from telemetry.status import collector_status_read
+from telemetry.status import CollectorStatus, collector_status_read
 
 log = logging.getLogger(__name__)
 P = "switchyard_"
 
 
-def release_metrics() -> Iterator[Metric]:
+def active_release_metrics() -> Iterator[Metric]:
     phase = GaugeMetricFamily(
         P + "release_phase",
         "1 for the current phase of each active release.",
@@ -45,6 +45,10 @@ def release_metrics() -> Iterator[Metric]:
         names = [r["cluster__name"], r["model__name"], str(r["id"])]
         phase.add_metric([*names, r["phase"]], 1)
         weight.add_metric(names, r["candidate_weight"] / 100.0)
+    yield from (phase, weight)
+
+
+def release_outcome_metrics() -> Iterator[Metric]:
     finished = CounterMetricFamily(
         P + "releases_finished",
         "Releases finished, per final phase (SUCCEEDED, ROLLED_BACK, FAILED).",
@@ -65,7 +69,7 @@ def release_metrics() -> Iterator[Metric]:
     for row in selectors.analysis_counts():
         labels = [row["release__cluster__name"], row["release__model__name"]]
         analyses.add_metric([*labels, str(row["result"] or "unknown")], row["n"])
-    yield from (phase, weight, finished, rollbacks, analyses)
+    yield from (finished, rollbacks, analyses)
 
 
 def deployment_metrics() -> Iterator[Metric]:
@@ -121,6 +125,16 @@ def redis_metrics(now: float) -> Iterator[Metric]:
         yield _redis_up(0)
         return
     yield _redis_up(1)
+    yield from collector_metrics(status, now)
+    length = GaugeMetricFamily(
+        P + "celery_queue_length", "Tasks waiting in each Celery queue.", labels=["queue"]
+    )
+    for queue, n in queues.items():
+        length.add_metric([queue], n)
+    yield length
+
+
+def collector_metrics(status: CollectorStatus, now: float) -> Iterator[Metric]:
     last = GaugeMetricFamily(
         P + "collector_last_tick_timestamp_seconds", "When the collector last ticked (Unix time)."
     )
@@ -139,12 +153,7 @@ def redis_metrics(now: float) -> Iterator[Metric]:
     )
     for (cluster, node), n in sorted(status.scrape_errors.items()):
         errors.add_metric([cluster, node], n)
-    length = GaugeMetricFamily(
-        P + "celery_queue_length", "Tasks waiting in each Celery queue.", labels=["queue"]
-    )
-    for queue, n in queues.items():
-        length.add_metric([queue], n)
-    yield from (last, lag, took, errors, length)
+    yield from (last, lag, took, errors)
 
 
 def _queue_lengths() -> dict[str, int]:
@@ -169,7 +178,8 @@ class SwitchyardCollector:
     """A prometheus_client collector that reads everything afresh on each scrape."""
 
     def collect(self) -> Iterator[Metric]:
-        yield from release_metrics()
+        yield from active_release_metrics()
+        yield from release_outcome_metrics()
         yield from deployment_metrics()
         yield from node_metrics()
         yield from redis_metrics(time.time())
