@@ -230,6 +230,18 @@ class Stack:
             run(["podman", *REMOVE[kind], *names], check=False)
 
 
+PROJECT_PREFIX = "sykit"
+
+
+def remove_stale_stacks() -> None:
+    """Remove what an earlier, killed test run left (its teardown never ran)."""
+    listed = run(
+        ["podman", "ps", "-a", "--format", '{{index .Labels "io.podman.compose.project"}}']
+    )
+    for project in {p for p in listed.stdout.split() if p.startswith(PROJECT_PREFIX)}:
+        Stack(project=project, env=podman_env(), ports={}, secrets_dir=KIT_DIR).down()
+
+
 def wait_until(predicate, *, timeout_s: float, what: str, every_s: float = 1.0):
     deadline = time.monotonic() + timeout_s
     last = None

@@ -112,7 +112,8 @@ def stack(tmp_path, capsys):
         "SWITCHYARD_METRICS_TOKEN_PATH": str(tmp_path / "metrics_token"),
     }
     ports = {"web": web, "router": router, "prometheus": prometheus}
-    project = f"sykit{uuid.uuid4().hex[:8]}"
+    kit.remove_stale_stacks()
+    project = f"{kit.PROJECT_PREFIX}{uuid.uuid4().hex[:8]}"
     stack = kit.Stack(project=project, env=env, ports=ports, secrets_dir=tmp_path)
     try:
         started = time.monotonic()
