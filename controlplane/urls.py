@@ -5,6 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from console.health_views import healthz
+from observability.views import metrics
 
 api_v1 = [
     path("", include("accounts.urls_api")),
@@ -20,6 +21,7 @@ handler404 = "controlplane.openapi.handler404"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

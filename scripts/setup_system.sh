@@ -54,3 +54,28 @@ if [ -z "${DATABASE_URL:-}" ]; then
   bash "$(dirname "$0")/setup_database.sh" switchyard switchyard \
     || fail "could not set up role and database 'switchyard' as user postgres on 127.0.0.1; create them or set DATABASE_URL."
 fi
+
+# --- install kit (issue #15): containers for the compose end-to-end test -------------------
+# podman + runc build and run the compose kit's images (crun fails on this kernel's cgroup
+# hybrid mode); debootstrap makes the base image from the Debian archive (no registry needed);
+# docker-compose (Debian's 1.29) checks docker-compose.yml offline; podman-compose (PyPI,
+# requirements.txt) runs it.
+kit_missing=()
+command -v podman >/dev/null 2>&1 || kit_missing+=(podman)
+command -v runc >/dev/null 2>&1 || kit_missing+=(runc)
+command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || kit_missing+=(debootstrap)
+command -v docker-compose >/dev/null 2>&1 || kit_missing+=(docker-compose)
+# Service-name DNS on podman's CNI bridge networks (compose services find each other by name).
+[ -x /usr/lib/cni/dnsname ] || kit_missing+=(golang-github-containernetworking-plugin-dnsname)
+# kubectl's built-in kustomize renders the Kubernetes overlays in the suite (Debian's is 1.20).
+command -v kubectl >/dev/null 2>&1 || kit_missing+=(kubernetes-client)
+if [ ${#kit_missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  say "installing Debian packages for the install kit: ${kit_missing[*]}"
+  $sudo apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+    "${kit_missing[@]}" uidmap slirp4netns fuse-overlayfs >/dev/null \
+    || fail "apt-get could not install ${kit_missing[*]}; run it by hand to see why."
+fi
+# --- end install kit -----------------------------------------------------------------------

@@ -184,11 +184,13 @@ class Collector:
         self.sources, self.publish, self.store = sources, publish, store
         self.rollups = RollupBuffer()
         self.unstored: list[RollupRow] = []  # finished minutes a failed store left behind
+        self.last_failed: list[tuple[str, str]] = []  # (cluster, node) stale in the last tick
 
     async def tick(self, now: float) -> dict[str, list[dict]]:
         """One round: collect, publish (never raises for a bad node), roll up; the payloads."""
         per_source = await asyncio.gather(*(s.collect(now) for s in self.sources))
         results = [r for batch in per_source for r in batch]
+        self.last_failed = [(r.cluster, r.node) for r in results if r.stats is None]
         payloads = build_payloads(results, now)
         if self.publish is not None and payloads:
             try:

@@ -11,7 +11,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
 
-from telemetry import events, selectors, services
+from telemetry import events, selectors, services, status
 from telemetry.collector import Collector, ScrapeSource
 from telemetry.prometheus import PrometheusSource
 from telemetry.rollups import RollupRow
@@ -67,6 +67,19 @@ class CollectorRunner:
             self.prometheus[p.cluster].cluster = p
         self.collector.sources = [self.scrape, *self.prometheus.values()]
 
+    async def _tick(self) -> None:
+        started = time.time()
+        await self.collector.tick(started)
+        try:  # the collector's own health for /metrics; a Redis hiccup must not stop it
+            await asyncio.to_thread(
+                status.collector_status_record,
+                at=time.time(),
+                took_s=time.time() - started,
+                failed=self.collector.last_failed,
+            )
+        except Exception:
+            log.exception("recording the collector's status failed")
+
     async def run(self, stop: asyncio.Event, *, ticks: int | None = None) -> None:
         """Tick every interval_s (skipping missed ticks) until `stop` is set or `ticks` ran."""
         refresh_every = settings.TELEMETRY_TARGETS_REFRESH_S
@@ -77,7 +90,7 @@ class CollectorRunner:
                 if time.monotonic() - refreshed > refresh_every:
                     await self.refresh_sources()
                     refreshed = time.monotonic()
-                await self.collector.tick(time.time())
+                await self._tick()
                 done += 1
                 next_at += self.interval_s
                 if next_at < time.monotonic():  # fell behind: skip, never burst

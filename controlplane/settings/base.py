@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "releases",
     "reports",
     "console",
+    "observability",
 ]
 
 MIDDLEWARE = [
@@ -285,3 +286,20 @@ CELERY_BEAT_SCHEDULE["reports-cost-rollup"] = {
 }
 # The currency the node prices are in (reports show it; no conversion happens).
 SWITCHYARD_CURRENCY = env.str("SWITCHYARD_CURRENCY", default="USD")
+
+# GET /metrics (the control plane's own Prometheus metrics, observability/): readable with
+# `Authorization: Bearer <token>` when a token is set, or from these networks without one.
+# The token may come from a file instead (a container secret): SWITCHYARD_METRICS_TOKEN_FILE.
+SWITCHYARD_METRICS_TOKEN = env.str("SWITCHYARD_METRICS_TOKEN", default="")
+if not SWITCHYARD_METRICS_TOKEN and env.str("SWITCHYARD_METRICS_TOKEN_FILE", default=""):
+    with open(env.str("SWITCHYARD_METRICS_TOKEN_FILE"), encoding="utf-8") as _token_file:
+        SWITCHYARD_METRICS_TOKEN = _token_file.read().strip()
+SWITCHYARD_METRICS_ALLOWED_NETWORKS = [
+    n.strip()
+    for n in env.list("SWITCHYARD_METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"])
+    if n.strip()  # an empty value allows no network: the token alone opens /metrics
+]
+# Celery queues whose length /metrics reports (the workers' queues).
+SWITCHYARD_METRICS_QUEUES = env.list(
+    "SWITCHYARD_METRICS_QUEUES", default=[CELERY_TASK_DEFAULT_QUEUE]
+)

@@ -1,0 +1,60 @@
+#!/bin/sh
+# The control plane image's entrypoint: one process kind per container.
+#   web                daphne on :8000; applies migrations first unless SWITCHYARD_MIGRATE=0
+#   worker [args]      the Celery worker, plus the nginx router of every cluster named in
+#                      SWITCHYARD_ROUTER_CLUSTERS (the nginx driver reloads nginx by its pid
+#                      and release analysis reads its access log: they share a container).
+#                      Routers listen on 127.0.0.1 only; SWITCHYARD_ROUTER_PUBLISH, e.g.
+#                      "8080=18080", forwards 0.0.0.0:8080 to the router on 127.0.0.1:18080.
+#   beat               Celery beat (exactly one per installation)
+#   collector [args]   the telemetry collector
+#   router CLUSTER     one cluster's nginx router alone (where no worker drives it)
+#   migrate            apply migrations and exit
+#   anything else      run as given (e.g. `python manage.py createsuperuser`)
+# Every kind but web and migrate waits until the database is reachable and migrated, so the
+# start order of containers does not matter.
+set -eu
+
+retry() {  # retry N CMD...: run CMD until it succeeds, N times at most, 2 s apart
+  tries=$1; shift
+  until "$@"; do
+    tries=$((tries - 1))
+    [ "$tries" -gt 0 ] || { echo "switchyard: gave up on: $*" >&2; exit 1; }
+    sleep 2
+  done
+}
+
+schema_ready() { python manage.py migrate --check >/dev/null 2>&1; }
+
+kind=${1:-web}
+[ $# -gt 0 ] && shift
+case "$kind" in
+  web)
+    if [ "${SWITCHYARD_MIGRATE:-1}" != 0 ]; then retry 150 python manage.py migrate --noinput; fi
+    exec daphne -b 0.0.0.0 -p 8000 "$@" controlplane.asgi:application ;;
+  migrate)
+    retry 150 python manage.py migrate --noinput ;;
+  worker)
+    retry 300 schema_ready
+    for pair in $(echo "${SWITCHYARD_ROUTER_PUBLISH:-}" | tr ',' ' '); do
+      socat TCP-LISTEN:"${pair%%=*}",fork,reuseaddr,backlog=1024 TCP:127.0.0.1:"${pair#*=}" &
+    done
+    for cluster in $(echo "${SWITCHYARD_ROUTER_CLUSTERS:-}" | tr ',' ' '); do
+      ( while true; do
+          python manage.py run_router --cluster "$cluster" --wait 31536000 || true
+          sleep 5
+        done ) &
+    done
+    exec celery -A controlplane worker --loglevel=INFO --hostname="worker@%h" "$@" ;;
+  beat)
+    retry 300 schema_ready
+    exec celery -A controlplane beat --loglevel=INFO "$@" ;;
+  collector)
+    retry 300 schema_ready
+    exec python manage.py run_collector "$@" ;;
+  router)
+    retry 300 schema_ready
+    exec python manage.py run_router --wait 31536000 --cluster "$@" ;;
+  *)
+    exec "$kind" "$@" ;;
+esac
