@@ -1,6 +1,7 @@
 """The collector process records its ticks and failed scrapes where /metrics can read them."""
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
@@ -25,7 +26,9 @@ def test_collector_runner_records_each_tick_and_counts_failed_scrapes(settings, 
     )
     try:
         runner = CollectorRunner(interval_s=0.2, timeout_s=0.5)
-        asyncio.run(runner.run(asyncio.Event(), ticks=3))
+        # A thread of its own: browser tests leave an event loop running in the main thread.
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, runner.run(asyncio.Event(), ticks=3)).result()
         recorded = status.collector_status_read()
         assert recorded.scrape_errors == {("edge", "gone"): 3}
         assert recorded.last_tick_at is not None and recorded.last_tick_s >= 0

@@ -58,8 +58,8 @@ def fleet(settings, tmp_path, make_user):
         for v in (1, 2)
     )
     cluster = cluster_create(actor=rita, name="prod", environment="production")
-    for name in ("n1", "n2"):
-        node_create(cluster=cluster, actor=rita, name=name, http_url="http://127.0.0.1:9")
+    for port, name in enumerate(("n1", "n2"), start=9):
+        node_create(cluster=cluster, actor=rita, name=name, http_url=f"http://127.0.0.1:{port}")
     TritonNode.objects.filter(name="n1").update(health="up", last_seen_at=timezone.now())
     TritonNode.objects.filter(name="n2").update(health="down")
     common = {"cluster": cluster, "model": model, "baseline": v1, "candidate": v2}
