@@ -10,7 +10,9 @@ from django.db import transaction
 
 from deployments import push
 from deployments.models import TritonCluster, TritonNode
+from deployments.validation import tensor_limits
 from integrations.triton.errors import TritonError
+from integrations.triton.inputs import generate_inputs
 from models_registry.models import ModelVersion
 
 
@@ -32,11 +34,8 @@ def _run(node: TritonNode, version: ModelVersion) -> dict:
         client.load(temp_name, config_json=json.dumps(config), files=plan.files)
         load_ms = (time.perf_counter() - start) * 1000
         try:
-            from integrations.triton.inputs import generate_inputs
-
-            result = client.infer(
-                temp_name, generate_inputs(plan.config_dict), version=version.version
-            )
+            sample = generate_inputs(plan.config_dict, limits=tensor_limits())
+            result = client.infer(temp_name, sample, version=version.version)
         finally:
             client.unload(temp_name)
     return {

@@ -79,10 +79,10 @@ class TeamMembersApi(APIView):
     permission_classes = [IsAuthenticated]
     InputSerializer = TeamMemberInputSerializer
 
-    @extend_schema(responses={200: MemberOutputSerializer(many=True)})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: MemberOutputSerializer(many=True)})
     def get(self, request, name):
         members = selectors.team_members(team=_team_or_404(name))
-        return Response(MemberOutputSerializer(members, many=True).data)
+        return paginated(request, members, MemberOutputSerializer)
 
     @extend_schema(request=InputSerializer, responses={201: MemberOutputSerializer(many=True)})
     def post(self, request, name):

@@ -245,6 +245,7 @@ def model_version_register(
             version_files=[f.path for f in upload.files],
             known_models=Model.objects.values_list("name", flat=True),
             server_version=settings.SWITCHYARD_TRITON_TARGET_VERSION,
+            max_elements=settings.SWITCHYARD_MAX_TENSOR_ELEMENTS,
         )
         if not report.is_valid:
             errors = [issue.as_dict() for issue in report.errors]

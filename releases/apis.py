@@ -31,6 +31,15 @@ class EventSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class ReleaseSlaSerializer(serializers.Serializer):
+    """The model's SLA when the release started: what its gates judge against."""
+
+    p99_latency_ms = serializers.FloatField(required=False, allow_null=True)
+    min_success_rate = serializers.FloatField(required=False, allow_null=True)
+    max_queue_ms = serializers.FloatField(required=False, allow_null=True)
+    min_throughput_rps = serializers.FloatField(required=False, allow_null=True)
+
+
 class ReleaseSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     cluster = serializers.CharField(source="cluster.name")
@@ -41,6 +50,7 @@ class ReleaseSerializer(serializers.Serializer):
     steps = serializers.JSONField()
     step_interval_s = serializers.FloatField()
     analysis = serializers.JSONField()
+    sla = ReleaseSlaSerializer()
     sticky_header = serializers.CharField()
     state = serializers.CharField(source="phase")
     step_index = serializers.IntegerField()

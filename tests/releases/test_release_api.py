@@ -197,6 +197,8 @@ def test_a_release_records_the_sla_it_starts_with(setup, client):
     )
     release = Release.objects.get(pk=response.json()["id"])
     assert release.sla["p99_latency_ms"] == 40 and release.sla["min_success_rate"] is None
+    answered = setup["api"].get(f"/api/v1/releases/{release.pk}/").json()["sla"]
+    assert answered["p99_latency_ms"] == 40 and answered["min_success_rate"] is None
     # The cockpit draws the recorded SLA, whatever the live model says now.
     type(release.model).objects.filter(pk=release.model_id).update(sla_p99_latency_ms=7)
     client.force_login(setup["ada"])

@@ -89,3 +89,12 @@ def test_a_release_detail_embeds_its_latest_events_and_the_log_is_paged(release_
     assert log.headers["X-Total-Count"] == "151"  # the start event and 150 checks
     assert [e["message"] for e in log.json()] == [f"e{i}" for i in range(99, 150)]
     assert release_api.get("/api/v1/releases/999999/events/").status_code == 404
+
+
+def test_a_teams_members_are_paged(reader, make_user):
+    team = Team.objects.create(name="crowd")
+    team.members.add(*(make_user(f"user{i:02d}") for i in range(12)))
+    page = reader.get("/api/v1/teams/crowd/members/", {"limit": 5, "offset": 10})
+    assert page.status_code == 200
+    assert [m["username"] for m in page.json()] == ["user10", "user11"]
+    assert page.headers["X-Total-Count"] == "12"

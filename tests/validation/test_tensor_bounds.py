@@ -10,7 +10,12 @@ from benchmarks.models import BenchmarkRun
 from deployments.services import cluster_create, node_create
 from integrations.triton.inputs import TensorLimits, generate_inputs
 from integrations.triton.model_config import validate_model_config
-from models_registry.services import model_create, model_version_register, team_create
+from models_registry.services import (
+    RegistryError,
+    model_create,
+    model_version_register,
+    team_create,
+)
 from tests.registry.archives import example_entries, tar_gz
 
 pytestmark = pytest.mark.django_db
@@ -85,3 +90,19 @@ def test_a_config_with_huge_fixed_dims_is_refused_at_upload():
     report = validate_model_config(text, model_name="big", version_files=["model.py"])
     assert not report.is_valid
     assert "elements" in report.issues[0].message
+
+
+@pytest.mark.django_db
+def test_an_upload_is_checked_against_the_operators_tensor_limit(settings, tmp_path, make_user):
+    """risk_score's input is 128 elements: within the default, refused under a limit of 100."""
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    settings.SWITCHYARD_MAX_TENSOR_ELEMENTS = 100
+    ada = make_user("ada", role="algorithm")
+    team_create(name="fraud", actor=ada)
+    model = model_create(name="risk_score", team="fraud", actor=ada)
+    archive = io.BytesIO(tar_gz(example_entries("risk_score", 1)))
+
+    with pytest.raises(RegistryError) as refused:
+        model_version_register(model=model, actor=ada, archive=archive)
+
+    assert "more than 100 elements" in str(refused.value.errors)

@@ -40,8 +40,12 @@ def validate_model_config(
     version_files: Iterable[str],
     known_models: Iterable[str] = (),
     server_version: str = "2.51.0",
+    max_elements: int | None = None,
 ) -> ConfigReport:
-    """Parse `text` as a ModelConfig and report every error and warning for this upload."""
+    """Parse `text` as a ModelConfig and report every error and warning for this upload.
+
+    `max_elements`: the most elements per tensor item the control plane builds warm-up and
+    smoke requests of (SWITCHYARD_MAX_TENSOR_ELEMENTS; None: the built-in default)."""
     if not text or not text.strip():
         message = (
             "config.pbtxt is missing or empty; add one with name, backend, input and output "
@@ -53,7 +57,7 @@ def validate_model_config(
         text_format.Parse(text, config)
     except text_format.ParseError as exc:
         return ConfigReport(None, [_parse_issue(exc, text)])
-    checker = Checker(text)
+    checker = Checker(text, max_elements=max_elements)
     run_checks(
         checker,
         config,

@@ -168,10 +168,12 @@ def _check_tensor(checker: Checker, config: ModelConfig, where: str, tensor: Mes
                 field=f"{where}.{attr}",
                 line=line,
             )
-        elif math.prod(max(d, 1) for d in dims) > DEFAULT_LIMITS.max_elements:
+        elif math.prod(max(d, 1) for d in dims) > (
+            limit := checker.max_elements or DEFAULT_LIMITS.max_elements
+        ):
             # Warm-up and smoke requests are built from these dims in the control plane.
             checker.error(
-                f"{label} has {attr} {dims}: more than {DEFAULT_LIMITS.max_elements} elements "
+                f"{label} has {attr} {dims}: more than {limit} elements "
                 "per item; Switchyard builds warm-up requests of this shape and refuses it.",
                 field=f"{where}.{attr}",
                 line=line,

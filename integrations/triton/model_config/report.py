@@ -57,9 +57,11 @@ class ConfigReport:
 class Checker:
     """Collects issues for one config text; finds lines by a simple search of the text."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, max_elements: int | None = None) -> None:
         self.lines = text.splitlines()
         self.issues: list[ConfigIssue] = []
+        # Elements per tensor item the control plane may build requests of (None: default).
+        self.max_elements = max_elements
 
     def line_of(self, pattern: str) -> int | None:
         regex = re.compile(pattern)
