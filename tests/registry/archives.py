@@ -95,3 +95,12 @@ def tar_gz_with_extension_headers(headers: list[tuple[bytes, int]], entries: lis
             gz.write(bytes(-size % tarfile.BLOCKSIZE))
         gz.write(tar_gz(entries, raw=True))
     return buf.getvalue()
+
+
+def upload(client, archive: bytes, filename: str = "m.tar.gz"):
+    """POST an archive as a new version of risk_score."""
+    payload = io.BytesIO(archive)
+    payload.name = filename
+    return client.post(
+        "/api/v1/models/risk_score/versions/", {"archive": payload}, format="multipart"
+    )

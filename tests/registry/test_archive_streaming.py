@@ -5,42 +5,17 @@ import io
 import os
 
 import pytest
-from rest_framework.test import APIClient
 
 from models_registry import storage
 from models_registry.models import ModelVersion
 from models_registry.storage import CHUNK, Staging, blob_path
-from tests.registry.archives import example_entries, tar_gz, zip_bytes
+from tests.registry.archives import example_entries, tar_gz, upload, zip_bytes
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("artifacts")]
 
 GOOD = example_entries("risk_score", 1)
 # Several chunks each, one not a whole number of chunks, one compressible.
 BIG = [("1/weights.bin", os.urandom(3 * CHUNK + 12345)), ("1/zeros.bin", bytes(2 * CHUNK))]
-
-
-@pytest.fixture(autouse=True)
-def artifacts(settings, tmp_path):
-    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
-    return settings.SWITCHYARD_STORAGE_ROOT
-
-
-@pytest.fixture
-def ada(make_user):
-    client = APIClient()
-    client.force_authenticate(make_user("ada", role="algorithm"))
-    assert client.post("/api/v1/teams/", {"name": "fraud"}, format="json").status_code == 201
-    body = {"name": "risk_score", "team": "fraud"}
-    assert client.post("/api/v1/models/", body, format="json").status_code == 201
-    return client
-
-
-def _upload(client, archive: bytes, filename: str = "m.tar.gz"):
-    upload = io.BytesIO(archive)
-    upload.name = filename
-    return client.post(
-        "/api/v1/models/risk_score/versions/", {"archive": upload}, format="multipart"
-    )
 
 
 def _nothing_stored(root) -> bool:
@@ -53,7 +28,7 @@ def _nothing_stored(root) -> bool:
 def test_big_files_are_stored_byte_for_byte_under_their_sha256(ada, kind):
     entries = [*GOOD, *BIG]
     archive = tar_gz(entries) if kind == "tar.gz" else zip_bytes(entries)
-    response = _upload(ada, archive, filename=f"m.{kind}")
+    response = upload(ada, archive, filename=f"m.{kind}")
     assert response.status_code == 201, response.content
     manifest = {e["path"]: e for e in ModelVersion.objects.get().manifest}
     for name, data in BIG:
@@ -66,7 +41,7 @@ def test_big_files_are_stored_byte_for_byte_under_their_sha256(ada, kind):
 def test_a_big_file_past_the_unpacked_limit_is_refused_mid_stream(ada, artifacts, settings):
     settings.SWITCHYARD_MAX_UNPACKED_BYTES = CHUNK + CHUNK // 2
     settings.SWITCHYARD_MAX_COMPRESSION_RATIO = 10_000  # the zeros compress far below
-    response = _upload(ada, tar_gz([*GOOD, ("1/zeros.bin", bytes(4 * CHUNK))]))
+    response = upload(ada, tar_gz([*GOOD, ("1/zeros.bin", bytes(4 * CHUNK))]))
     assert response.status_code == 400, response.content
     assert "unpacks to more than" in response.json()["errors"][0]["message"]
     assert _nothing_stored(artifacts)
@@ -74,7 +49,7 @@ def test_a_big_file_past_the_unpacked_limit_is_refused_mid_stream(ada, artifacts
 
 def test_a_truncated_archive_is_refused_and_leaves_nothing(ada, artifacts):
     archive = tar_gz([*GOOD, *BIG])
-    response = _upload(ada, archive[: len(archive) * 2 // 3])
+    response = upload(ada, archive[: len(archive) * 2 // 3])
     assert response.status_code == 400, response.content
     assert "damaged" in response.json()["errors"][0]["message"]
     assert _nothing_stored(artifacts)
