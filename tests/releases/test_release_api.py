@@ -1,15 +1,11 @@
 """Release API refusals that need no traffic: roles, input, and the benchmark requirement."""
 
-import io
-
 import pytest
 from rest_framework.test import APIClient
 
 from deployments.models import ServingState, ServingVersion
-from deployments.services import cluster_create, node_create, serving_state_set
-from models_registry.services import model_create, model_version_register, team_create
 from releases.models import Release
-from tests.registry.archives import example_entries, tar_gz
+from tests.release_setup import release_world
 
 pytestmark = pytest.mark.django_db
 
@@ -17,27 +13,10 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def setup(settings, tmp_path, make_user):
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
-    ada, rita = make_user("ada", role="algorithm"), make_user("rita", role="release-managers")
-    team_create(name="fraud", actor=ada)
-    model = model_create(name="risk_score", team="fraud", actor=ada)
-    versions = [
-        model_version_register(
-            model=model, actor=ada, archive=io.BytesIO(tar_gz(example_entries("risk_score", v)))
-        )
-        for v in (1, 2)
-    ]
-    cluster = cluster_create(
-        actor=rita,
-        name="prod",
-        environment="production",
-        router={"driver": "nginx", "listen": "127.0.0.1:1"},
-        require_benchmark=True,
-    )
-    serving_state_set(cluster=cluster, model=model, versions=[versions[0]])
-    node_create(cluster=cluster, actor=rita, name="n1", http_url="http://127.0.0.1:9")
+    world = release_world(make_user, require_benchmark=True)
     api = APIClient()
-    api.force_authenticate(rita)
-    return {"api": api, "ada": ada, "cluster": cluster, "versions": versions}
+    api.force_authenticate(world["rita"])
+    return {"api": api, **world}
 
 
 BODY = {

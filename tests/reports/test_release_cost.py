@@ -1,6 +1,5 @@
 """The release page's Cost card: cost per 1k requests of baseline and candidate."""
 
-import io
 from datetime import timedelta
 from decimal import Decimal
 
@@ -8,12 +7,10 @@ import pytest
 from django.utils import timezone
 
 from console.report_views import release_cost_context
-from deployments.services import cluster_create, node_create, serving_state_set
-from models_registry.services import model_create, model_version_register, team_create
 from releases.models import Release
 from releases.services import release_create
 from telemetry.models import Rollup
-from tests.registry.archives import example_entries, tar_gz
+from tests.release_setup import release_world
 
 pytestmark = pytest.mark.django_db
 
@@ -21,24 +18,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def release(settings, tmp_path, make_user):
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
-    ada, rita = make_user("ada", role="algorithm"), make_user("rita", role="release-managers")
-    team_create(name="fraud", actor=ada)
-    model = model_create(name="risk_score", team="fraud", actor=ada)
-    v1, v2 = (
-        model_version_register(
-            model=model, actor=ada, archive=io.BytesIO(tar_gz(example_entries("risk_score", v)))
-        )
-        for v in (1, 2)
-    )
-    cluster = cluster_create(
-        actor=rita,
-        name="prod",
-        environment="production",
-        router={"driver": "nginx", "listen": "127.0.0.1:1"},
-        node_hourly_cost=Decimal("6"),
-    )
-    serving_state_set(cluster=cluster, model=model, versions=[v1])
-    node_create(cluster=cluster, actor=rita, name="n1", http_url="http://127.0.0.1:9")
+    world = release_world(make_user, node_hourly_cost=Decimal("6"))
+    cluster, rita, v2 = world["cluster"], world["rita"], world["versions"][1]
     found = release_create(cluster=cluster, candidate=v2, actor=rita)
     now = timezone.now().replace(second=0, microsecond=0)
     Release.objects.filter(pk=found.pk).update(
