@@ -1,8 +1,9 @@
 """docs/ARCHITECTURE.md and the settings tables say what the code does.
 
 The release state diagram is drawn from `TRANSITIONS`, the beat schedule table from
-`CELERY_BEAT_SCHEDULE`, and every environment variable the settings read has a row in
-README.md's configuration table, docs/operations.md or docs/SECURITY.md.
+`CELERY_BEAT_SCHEDULE`, the files and functions the doc names exist, and every environment
+variable the settings read has a row in README.md's configuration table, docs/operations.md
+or docs/SECURITY.md.
 """
 
 from __future__ import annotations
@@ -138,3 +139,36 @@ def test_the_settings_check_expands_shorthands_and_catches_a_missing_row():
         "SWITCHYARD_NEW_KNOB",
     }
     assert undocumented(read, [table]) == ["SWITCHYARD_NEW_KNOB"]
+
+
+def named_paths(text: str) -> set[str]:
+    """Repository paths the doc names in backticks (`releases/services.py`, `accounts/`)."""
+    return set(re.findall(r"`((?:[\w.-]+/)+[\w.-]*)`", text))
+
+
+def named_functions(text: str) -> set[tuple[str, str]]:
+    """(file, name) where the doc writes "`path.py` `name`": a function or class of that file."""
+    return set(re.findall(r"`([\w/]+\.py)` `(\w+)`", text))
+
+
+def _defined(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return {node.name for node in ast.walk(tree) if isinstance(node, kinds)}
+
+
+def test_every_file_and_function_the_doc_names_exists():
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    paths = named_paths(text)
+    assert "releases/services.py" in paths
+    assert [p for p in sorted(paths) if not (ROOT / p).exists()] == []
+    functions = named_functions(text)
+    assert ("releases/services.py", "release_tick") in functions
+    gone = [(f, name) for f, name in sorted(functions) if name not in _defined(ROOT / f)]
+    assert gone == [], f"docs/ARCHITECTURE.md names functions that are not there: {gone}"
+
+
+def test_the_name_check_catches_a_renamed_function():
+    named = named_functions("`releases/services.py` `release_tick_renamed` then")
+    assert named == {("releases/services.py", "release_tick_renamed")}
+    assert "release_tick_renamed" not in _defined(ROOT / "releases/services.py")
