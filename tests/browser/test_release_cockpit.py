@@ -53,13 +53,16 @@ def test_release_manager_approves_a_gate_on_the_cockpit(daphne_server, page, rel
             analysis={"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 5},
         )
         ticker = Ticker(release.pk)
-        ticker.start()
         try:
             page.goto(f"{base}/login/")
             page.fill("#id_username", "rita")
             page.fill("#id_password", "pw-rita")
             page.click("button[type=submit]")
             page.goto(f"{base}/releases/{release.pk}/")
+            # Ticks start once the page listens, so every phase after PENDING reaches it over
+            # the websocket (on a busy machine the page could otherwise open at the gate).
+            page.wait_for_selector("[data-testid=ws-badge]:has-text('live')", timeout=30000)
+            ticker.start()
             page.wait_for_selector(
                 "[data-testid=phase]:has-text('WAITING_APPROVAL')", timeout=60000
             )
@@ -76,5 +79,6 @@ def test_release_manager_approves_a_gate_on_the_cockpit(daphne_server, page, rel
             page.wait_for_selector("[data-testid=ws-badge]:has-text('finished')", timeout=10000)
         finally:
             ticker.stop.set()
-            ticker.join(10)
+            if ticker.is_alive():
+                ticker.join(10)
     _unload(world, model)
