@@ -398,15 +398,19 @@ def _model_interval(
     return out
 
 
+_ENERGY = "energy_consumption"
+
+
+def _energy(reading: dict[str, float]) -> dict[str, float]:
+    return {_ENERGY: reading[_ENERGY]} if _ENERGY in reading else {}
+
+
 def _gpu_interval(
     uuid: str, before: dict[str, float] | None, now: dict[str, float], dt_s: float
 ) -> GpuInterval:
     """Gauges now; average watts from the energy counter (None without a prior or on reset)."""
-    energy = "energy_consumption"
-    readings = [
-        None if r is None else {k: v for k, v in r.items() if k == energy} for r in (before, now)
-    ]
-    spent = (counter_deltas(readings[0], readings[1] or {}) or {}).get(energy)
+    before_energy = None if before is None else _energy(before)
+    spent = (counter_deltas(before_energy, _energy(now)) or {}).get(_ENERGY)
     return GpuInterval(
         gpu_uuid=uuid,
         utilization=_finite(now.get("utilization")),

@@ -134,3 +134,13 @@ def test_after_a_restart_the_interval_counts_the_node_from_its_new_reading():
 def test_nothing_dropped_leaves_the_start_as_it_was():
     start = _start({"a": {"1": _reading(100)}})
     assert restarts_rebased(start, {"a": NodeView(True, counters={"1": _reading(101)})}) is start
+
+
+def test_gpu_energy_counter_follows_the_same_rule():
+    prev, cur = Snapshot(), Snapshot()
+    prev.gpus["GPU-x"] = {"energy_consumption": 5000.0}
+    cur.gpus["GPU-x"] = {"energy_consumption": 5400.0}
+    assert compute_interval(prev, cur, 2.0).gpus[0].avg_power_w == 200.0
+    cur.gpus["GPU-x"] = {"energy_consumption": 40.0}  # the node restarted
+    assert compute_interval(prev, cur, 2.0).gpus[0].avg_power_w is None
+    assert compute_interval(Snapshot(), cur, 2.0).gpus[0].avg_power_w is None
