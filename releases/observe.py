@@ -2,7 +2,10 @@
 and from the router's access log, and in-flight work. Reads only; no database writes.
 
 Counters are summed over nodes. The analysis interval's starting counters are kept on the
-release (`interval`); a counter that went down (node or model restart) counts from zero.
+release (`interval`). Each node's deltas follow the one restart rule
+(integrations.triton.metrics.counter_deltas): a node whose counters went down since the
+start (Triton or the model restarted), or whose series was not in the start reading, adds
+nothing to the interval, and `restarts_rebased` moves that node's start to its new reading.
 """
 
 import time
@@ -16,7 +19,7 @@ from deployments import push
 from deployments.validation import node_urls_check
 from integrations.routers.access_log import AccessLogTail, parse_routed, percentile
 from integrations.triton.errors import TritonError
-from integrations.triton.metrics import parse_metrics
+from integrations.triton.metrics import counter_deltas, parse_metrics
 from integrations.triton.probe import probe_model
 from releases.analysis import Metrics
 from releases.routing import access_log_path
@@ -143,17 +146,32 @@ def _router_interval(log: Path | None, start: dict, model: str) -> RouterInterva
     return interval
 
 
+def _start_reading(start: dict, node: str, version: str) -> dict[str, float] | None:
+    return start.get("nodes", {}).get(node, {}).get(version)
+
+
 def _delta(before: dict, after: dict, version: str) -> dict[str, float]:
+    """Counters of `version` summed over the nodes whose deltas the restart rule allows."""
     total = dict.fromkeys(COUNTERS, 0.0)
     for node, versions in after.get("nodes", {}).items():
         now = versions.get(version)
-        if now is None:
-            continue
-        then = before.get("nodes", {}).get(node, {}).get(version, {})
-        restarted = any(now[k] < then.get(k, 0.0) for k in COUNTERS)
+        deltas = None if now is None else counter_deltas(_start_reading(before, node, version), now)
         for key in COUNTERS:
-            total[key] += now[key] - (0.0 if restarted else then.get(key, 0.0))
+            total[key] += (deltas or {}).get(key, 0.0)
     return total
+
+
+def restarts_rebased(start: dict, views: dict[str, NodeView]) -> dict:
+    """`start` with each (node, version) the restart rule dropped moved to its new reading,
+    so the rest of the interval counts from there; the same dict when nothing was dropped."""
+    nodes = {name: dict(versions) for name, versions in start.get("nodes", {}).items()}
+    moved = False
+    for name, view in views.items():
+        for version, now in view.counters.items() if view.live else ():
+            if counter_deltas(_start_reading(start, name, version), now) is None:
+                nodes.setdefault(name, {})[version] = now
+                moved = True
+    return {**start, "nodes": nodes} if moved else start
 
 
 def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[str, Metrics]:

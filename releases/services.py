@@ -222,6 +222,7 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
         }
         return
     metrics = observe.interval_metrics(release, views, interval["start"])
+    release.interval = {**interval, "start": observe.restarts_rebased(interval["start"], views)}
     if phase in GUARDED:
         knobs = release.analysis_settings()  # defaults and ranges: releases/inputs.py
         guard = fast_guard(

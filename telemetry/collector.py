@@ -96,8 +96,7 @@ class ScrapeSource(Source):
         stats = compute_interval(before.snapshot, snapshot, now - before.at)
         deltas = {}
         for key, series in snapshot.models.items():
-            prior = before.snapshot.models.get(key)
-            delta = series_delta(prior, series) if prior is not None else None
+            delta = series_delta(before.snapshot.models.get(key), series)
             if delta is not None:
                 deltas[key] = delta
         return NodeResult(target.cluster, target.node, stats, deltas)

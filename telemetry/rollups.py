@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from integrations.triton.metrics import ModelSeries
+from integrations.triton.metrics import ModelSeries, series_deltas
 
 _COMPUTE = ("compute_input_us", "compute_infer_us", "compute_output_us")
 
@@ -27,19 +27,18 @@ class SeriesDelta:
     p99_ms: float | None = None
 
 
-def series_delta(before: ModelSeries, now: ModelSeries) -> SeriesDelta | None:
-    """Counter deltas between two scrapes, or None when any counter went down (a restart)."""
-    c0, c1 = before.counters, now.counters
-    diffs = {k: v - c0[k] for k, v in c1.items() if k in c0}
-    fails = [v - before.failures[k] for k, v in now.failures.items() if k in before.failures]
-    if any(d < 0 for d in diffs.values()) or any(d < 0 for d in fails):
+def series_delta(before: ModelSeries | None, now: ModelSeries) -> SeriesDelta | None:
+    """Counter deltas between two scrapes, or None by the restart rule of `series_deltas`."""
+    deltas = series_deltas(before, now)
+    if deltas is None:
         return None
+    diffs, fails = deltas
     p99 = now.quantile("request", "0.99")
     successes = diffs.get("success", 0.0)
     return SeriesDelta(
-        requests=successes + sum(fails),
+        requests=successes + sum(fails.values()),
         successes=successes,
-        failures=sum(fails),
+        failures=sum(fails.values()),
         request_us=diffs.get("request_us", 0.0),
         queue_us=diffs.get("queue_us", 0.0),
         compute_us=sum(diffs.get(k, 0.0) for k in _COMPUTE),

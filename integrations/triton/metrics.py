@@ -11,14 +11,18 @@ Pure Python, no Django, no network. Facts this relies on are in docs/TRITON.md Â
 * after an unload Triton 2.51 keeps printing the model's `nv_inference_request_failure`
   series (captured: tests/fixtures/metrics/after_unload.txt), so a (model, version) counts as
   loaded only while its `nv_inference_request_success` series is there;
-* a counter that went down means a restart or a reload from zero: that interval is dropped
-  (status "reset"); a series missing from the previous scrape has status "new", no rates.
+* the one restart rule for counter deltas, used by the collector, the rollups and release
+  observation, is `counter_deltas`: a counter that went down means the node or the model
+  restarted (or reloaded from zero), so that interval is dropped for that series (status
+  "reset", no made-up counts) and the next interval starts from the new reading; a series
+  missing from the previous reading has status "new" and no deltas either.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
@@ -336,15 +340,31 @@ class IntervalStats:
         return asdict(self)
 
 
-def _deltas(
-    before: ModelSeries, now: ModelSeries
-) -> tuple[dict[str, float], dict[str, float]] | None:
-    """Counter and failure deltas, or None when any counter went down (a reset)."""
-    counters = {k: v - before.counters[k] for k, v in now.counters.items() if k in before.counters}
-    failures = {k: v - before.failures[k] for k, v in now.failures.items() if k in before.failures}
-    if any(d < 0 for d in counters.values()) or any(d < 0 for d in failures.values()):
+def counter_deltas(
+    before: Mapping[str, float] | None, now: Mapping[str, float]
+) -> dict[str, float] | None:
+    """How much each counter grew between two readings of one series on one node.
+
+    The restart rule, the only one in Switchyard: None (the interval is dropped, nothing is
+    counted) when there is no earlier reading or when any counter went down, which means the
+    node or the model restarted between the readings; the caller then starts the next
+    interval from `now`. Counters missing from either reading are left out.
+    """
+    if before is None:
         return None
-    return counters, failures
+    deltas = {k: v - before[k] for k, v in now.items() if k in before}
+    return None if any(d < 0 for d in deltas.values()) else deltas
+
+
+def series_deltas(
+    before: ModelSeries | None, now: ModelSeries
+) -> tuple[dict[str, float], dict[str, float]] | None:
+    """Counter and per-reason failure deltas of a model series (`counter_deltas`'s rule)."""
+    if before is None:
+        return None
+    counters = counter_deltas(before.counters, now.counters)
+    failures = counter_deltas(before.failures, now.failures)
+    return None if counters is None or failures is None else (counters, failures)
 
 
 def _model_interval(
@@ -360,7 +380,7 @@ def _model_interval(
         p50_ms=_ratio(now.quantile("request", "0.5"), 1000.0),
         p99_ms=_ratio(now.quantile("request", "0.99"), 1000.0),
     )
-    deltas = None if before is None else _deltas(before, now)
+    deltas = series_deltas(before, now)
     if deltas is None:
         out.status = "new" if before is None else "reset"
         return out
@@ -378,12 +398,19 @@ def _model_interval(
     return out
 
 
+_ENERGY = "energy_consumption"
+
+
+def _energy(reading: dict[str, float]) -> dict[str, float]:
+    return {_ENERGY: reading[_ENERGY]} if _ENERGY in reading else {}
+
+
 def _gpu_interval(
     uuid: str, before: dict[str, float] | None, now: dict[str, float], dt_s: float
 ) -> GpuInterval:
     """Gauges now; average watts from the energy counter (None without a prior or on reset)."""
-    energy, energy_before = now.get("energy_consumption"), (before or {}).get("energy_consumption")
-    spent = None if energy is None or energy_before is None else energy - energy_before
+    before_energy = None if before is None else _energy(before)
+    spent = (counter_deltas(before_energy, _energy(now)) or {}).get(_ENERGY)
     return GpuInterval(
         gpu_uuid=uuid,
         utilization=_finite(now.get("utilization")),
@@ -391,7 +418,7 @@ def _gpu_interval(
         memory_total_bytes=_finite(now.get("memory_total_bytes")),
         power_w=_finite(now.get("power_usage")),
         power_limit_w=_finite(now.get("power_limit")),
-        avg_power_w=_ratio(spent, dt_s) if spent is not None and spent >= 0 else None,
+        avg_power_w=_ratio(spent, dt_s),
     )
 
 
