@@ -7,6 +7,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
 from benchmarks import selectors, services
@@ -84,6 +85,7 @@ class BenchmarkCreateApi(APIView):
         )
 
     @extend_schema(request=InputSerializer, responses={202: BenchmarkAcceptedSerializer})
+    @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -156,6 +158,7 @@ class BenchmarkImportApi(APIView):
         format = serializers.ChoiceField(choices=["perf_analyzer", "model_analyzer"])
 
     @extend_schema(request=InputSerializer, responses={201: BenchmarkSerializer})
+    @idempotent
     def post(self, request, name, version):
         found = model_version_or_404(model_name=name, version=version)
         data = self.InputSerializer(data=request.data)

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.errors import errors_response
+from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments import selectors, services
@@ -101,6 +102,7 @@ class ClusterListCreateApi(APIView):
         return paginated(request, selectors.cluster_list(), ClusterSerializer)
 
     @extend_schema(request=ClusterSerializer, responses={201: ClusterSerializer})
+    @idempotent
     def post(self, request):
         data = ClusterSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -143,6 +145,7 @@ class NodeListCreateApi(APIView):
         return paginated(request, _cluster_or_404(name).nodes.all(), NodeSerializer)
 
     @extend_schema(request=NodeSerializer, responses={201: NodeSerializer})
+    @idempotent
     def post(self, request, name):
         cluster = _cluster_or_404(name)
         data = NodeSerializer(data=request.data)
@@ -249,6 +252,7 @@ class DeploymentCreateApi(APIView):
         version = serializers.IntegerField(min_value=1)
 
     @extend_schema(request=InputSerializer, responses={202: DeploymentAcceptedSerializer})
+    @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -291,6 +295,7 @@ class ModelUnloadApi(APIView):
     permission_classes = [ReleaseManagersWrite]
 
     @extend_schema(request=None, responses={202: DeploymentAcceptedSerializer})
+    @idempotent
     def post(self, request, name, model):
         cluster = _cluster_or_404(name)
         found = Model.objects.filter(name=model).first()

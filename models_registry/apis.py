@@ -3,13 +3,15 @@
 from django.conf import settings
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.errors import ErrorsSerializer
+from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
 from models_registry import selectors, services
@@ -21,6 +23,14 @@ from models_registry.services import Provenance, RegistryError
 def _refused(exc: RegistryError, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
     """The error answer: the service's own status (403 not a member, 409) before `code`."""
     return Response({"errors": exc.errors}, status=exc.status or code)
+
+
+RETURN_EXISTING = OpenApiParameter(
+    "return_existing",
+    bool,
+    description="When the upload's files equal an existing version's, answer that version "
+    "with 200 instead of 409.",
+)
 
 
 def _team_or_404(name: str):
@@ -55,6 +65,7 @@ class TeamListCreateApi(APIView):
         return paginated(request, selectors.team_list(), TeamOutputSerializer)
 
     @extend_schema(request=InputSerializer, responses={201: TeamOutputSerializer})
+    @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -162,6 +173,7 @@ class ModelListCreateApi(APIView):
         return paginated(request, models, ModelOutputSerializer)
 
     @extend_schema(request=InputSerializer, responses={201: ModelOutputSerializer})
+    @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -252,7 +264,17 @@ class VersionListCreateApi(APIView):
         versions = selectors.model_versions(model=_model_or_404(name))
         return paginated(request, versions, VersionSummarySerializer)
 
-    @extend_schema(request=InputSerializer, responses={201: VersionSummarySerializer})
+    @extend_schema(
+        request=InputSerializer,
+        parameters=[RETURN_EXISTING],
+        responses={
+            201: VersionSummarySerializer,
+            200: OpenApiResponse(
+                VersionSummarySerializer, description="return_existing: the same files' version."
+            ),
+            409: OpenApiResponse(ErrorsSerializer, description="The same files are a version."),
+        },
+    )
     def post(self, request, name):
         model = _model_or_404(name)
         try:  # before the body is read: an outsider's upload is not even parsed
@@ -268,14 +290,26 @@ class VersionListCreateApi(APIView):
                 {"errors": [{"field": "archive", "message": message}]},
                 status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
             )
+        return self._register(request, model)
+
+    @idempotent
+    def _register(self, request, model):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
         archive = fields.pop("archive")
         try:
             version = services.model_version_register(
-                model=model, archive=archive, actor=request.user, provenance=Provenance(**fields)
+                model=model,
+                archive=archive,
+                actor=request.user,
+                provenance=Provenance(**fields),
+                refuse_duplicate=True,
             )
+        except services.DuplicateVersion as exc:
+            if request.query_params.get("return_existing") in ("true", "1"):
+                return Response(VersionSummarySerializer(exc.version).data)
+            return _refused(exc)
         except RegistryError as exc:
             return _refused(exc)
         finally:

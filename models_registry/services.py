@@ -41,6 +41,19 @@ class RegistryError(Exception):
         self.errors = errors or [{**({"field": field} if field else {}), "message": message}]
 
 
+class DuplicateVersion(RegistryError):
+    """An upload whose files (manifest digest) equal an existing version's: a 409 naming it."""
+
+    def __init__(self, version: ModelVersion):
+        message = (
+            f"These files are already version {version.version} ('{version.label}') of "
+            f"{version.model.name} (digest {version.digest[:12]}); "
+            "add ?return_existing=true to get that version instead."
+        )
+        super().__init__(message, field="archive", status=409)
+        self.version = version
+
+
 def _errors_from_validation(exc: ValidationError) -> list[dict]:
     return [{"field": f, "message": m} for f, ms in exc.message_dict.items() for m in ms]
 
@@ -77,7 +90,9 @@ def team_create(*, name: str, actor) -> Team:
                 team.members.add(actor)
             audit_record(actor=actor, action="team.created", obj=team)
     except IntegrityError as exc:
-        raise RegistryError(f"A team named '{name}' already exists.", field="name") from exc
+        raise RegistryError(
+            f"A team named '{name}' already exists.", field="name", status=409
+        ) from exc
     return team
 
 
@@ -155,7 +170,9 @@ def model_create(
                 details={"team": team, "sla": model.sla},
             )
     except IntegrityError as exc:
-        raise RegistryError(f"A model named '{name}' already exists.", field="name") from exc
+        raise RegistryError(
+            f"A model named '{name}' already exists.", field="name", status=409
+        ) from exc
     return model
 
 
@@ -224,9 +241,16 @@ class Provenance:
 
 
 def model_version_register(
-    *, model: Model, archive: BinaryIO, actor, provenance: Provenance = Provenance()
+    *,
+    model: Model,
+    archive: BinaryIO,
+    actor,
+    provenance: Provenance = Provenance(),
+    refuse_duplicate: bool = False,
 ) -> ModelVersion:
     """Check, store and register an uploaded model directory as the model's next version.
+
+    `refuse_duplicate`: files equal to an existing version's raise DuplicateVersion (the API).
 
     Nothing is stored when anything is refused: the staging folder is discarded, blobs this
     call created are removed if the database write fails. Members of the model's team only.
@@ -260,6 +284,7 @@ def model_version_register(
                 model=model,
                 actor=actor,
                 provenance=provenance,
+                refuse_duplicate=refuse_duplicate,
                 upload=upload,
                 report=report,
                 manifest=manifest,
@@ -284,7 +309,9 @@ def _archive_error(exc: ArchiveRefused) -> dict:
     return {**({"file": exc.file} if exc.file else {}), "message": exc.message}
 
 
-def _version_save(*, model, actor, provenance, upload, report, manifest) -> ModelVersion:
+def _version_save(
+    *, model, actor, provenance, refuse_duplicate, upload, report, manifest
+) -> ModelVersion:
     with transaction.atomic():
         locked = Model.objects.select_for_update().get(pk=model.pk)
         number = locked.next_version
@@ -295,7 +322,11 @@ def _version_save(*, model, actor, provenance, upload, report, manifest) -> Mode
             raise RegistryError(
                 f"Label '{label}' is already used by another version of {model.name}.",
                 field="label",
+                status=409,
             )
+        duplicate = ModelVersion.objects.filter(model=locked, digest=manifest_digest(manifest))
+        if refuse_duplicate and (found := duplicate.select_related("model").first()):
+            raise DuplicateVersion(found)
         version = ModelVersion(
             model=locked,
             version=number,

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.errors import errors_response
+from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments.models import TritonCluster
@@ -135,6 +136,7 @@ class ReleaseListCreateApi(APIView):
         state = serializers.CharField()
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -93,7 +93,7 @@ def test_duplicate_and_invalid_team_names_are_refused_and_nothing_is_written(mak
     client = _client("ada")
     assert client.post("/api/v1/teams/", {"name": "fraud"}, format="json").status_code == 201
     dup = client.post("/api/v1/teams/", {"name": "fraud"}, format="json")
-    assert dup.status_code == 400
+    assert dup.status_code == 409
     assert dup.json()["errors"] == [
         {"field": "name", "message": "A team named 'fraud' already exists."}
     ]
