@@ -188,7 +188,7 @@ class ModelListCreateApi(APIView):
 
 
 class ModelDetailApi(APIView):
-    """GET, PATCH /api/v1/models/{name}/ (description, tags, team, sla)."""
+    """GET, PATCH, DELETE /api/v1/models/{name}/ (description, tags, team, sla)."""
 
     permission_classes = [AlgorithmWrites]
 
@@ -212,6 +212,21 @@ class ModelDetailApi(APIView):
         except RegistryError as exc:
             return _refused(exc)
         return Response(ModelOutputSerializer(selectors.model_get(name=name)).data)
+
+    @extend_schema(
+        responses={
+            204: None,
+            409: OpenApiResponse(
+                ErrorsSerializer, description="A version serves or served in production."
+            ),
+        }
+    )
+    def delete(self, request, name):
+        try:
+            services.model_delete(model=_model_or_404(name), actor=request.user)
+        except RegistryError as exc:
+            return _refused(exc)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class VersionSummarySerializer(serializers.Serializer):

@@ -422,6 +422,55 @@ def model_version_delete(*, version: ModelVersion, actor) -> None:
         ) from None
 
 
+def _model_delete_refusal(model: Model) -> str | None:
+    """Why `model` must stay: a version serves, or it ever went to a production cluster.
+
+    Reads the apps above through their reverse relations only (no imports upwards).
+    """
+    serving = ModelVersion.objects.filter(model=model, serving__isnull=False).first()
+    if serving is not None:
+        return f"Version {serving.version} of '{model.name}' still serves; unload it first."
+    production = "production"
+    if model.deployments.filter(cluster__environment=production).exists() or (
+        model.releases.filter(cluster__environment=production).exists()
+    ):
+        return f"'{model.name}' has been deployed to a production cluster; it is kept for audit."
+    return None
+
+
+def model_delete(*, model: Model, actor) -> None:
+    """Delete a model that never served in production, with its versions and history; audited.
+
+    Refused (409) while any version serves or when it was ever deployed or released to a
+    production cluster. Its staging deployments, ended releases, benchmarks and aliases go
+    with it; stored files are left to `storage_sweep`. Members of the model's team only.
+    """
+    from django.db.models import ProtectedError
+
+    team_write_check(actor=actor, team=model.team, what=f"Deleting model '{model.name}'")
+    with transaction.atomic():
+        locked = Model.objects.select_for_update().get(pk=model.pk)
+        if reason := _model_delete_refusal(locked):
+            raise RegistryError(reason, field="name", status=409)
+        versions = list(locked.versions.values_list("version", flat=True))
+        audit_record(
+            actor=actor,
+            action="model.deleted",
+            obj=locked,
+            details={"team": locked.team.name, "versions": versions},
+        )
+        try:
+            for related in (locked.releases, locked.deployments, locked.serving, locked.aliases):
+                related.all().delete()
+            locked.versions.all().delete()
+            locked.delete()
+        except ProtectedError as exc:
+            users = sorted({str(obj) for obj in exc.protected_objects})[:5]
+            raise RegistryError(
+                f"'{model.name}' cannot be deleted: {'; '.join(users)}.", field="name", status=409
+            ) from None
+
+
 @dataclass(frozen=True)
 class StorageSweep:
     """What a sweep removed (or, dry, would remove) and what it kept."""
