@@ -7,6 +7,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import inputs
 from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
@@ -67,7 +68,7 @@ class BenchmarkCreateApi(APIView):
 
     permission_classes = [AlgorithmWrites]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         model = serializers.CharField()
         version = serializers.IntegerField(min_value=1)
         cluster = serializers.CharField()
@@ -94,11 +95,11 @@ class BenchmarkCreateApi(APIView):
         version = model_version_find(model_name=model, version=number)
         if version is None:
             message = f"Model '{model}' has no version {number}."
-            return Response({"errors": [{"field": "version", "message": message}]}, status=400)
+            return Response({"errors": [{"field": "version", "message": message}]}, status=404)
         cluster = cluster_get(name=body.pop("cluster"))
         if cluster is None:
             message = f"No cluster named '{request.data.get('cluster')}'."
-            return Response({"errors": [{"field": "cluster", "message": message}]}, status=400)
+            return Response({"errors": [{"field": "cluster", "message": message}]}, status=404)
         try:
             run = services.benchmark_create(
                 version=version, cluster=cluster, actor=request.user, **body
@@ -153,7 +154,7 @@ class BenchmarkImportApi(APIView):
     permission_classes = [AlgorithmWrites]
     parser_classes = [MultiPartParser, FormParser]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         file = serializers.FileField()
         format = serializers.ChoiceField(choices=["perf_analyzer", "model_analyzer"])
 

@@ -6,6 +6,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import inputs
 from accounts.errors import errors_response
 from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, paginated
@@ -55,7 +56,7 @@ class MetricsSerializer(_SettingsSerializer):
     url = serializers.CharField(required=False, help_text="Prometheus base URL")
 
 
-class NodeSerializer(serializers.Serializer):
+class NodeSerializer(inputs.InputSerializer):
     # The name is a path segment of the node's URL (/clusters/{name}/nodes/{node}/).
     name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     http_url = serializers.CharField(max_length=300, help_text="http(s)://host:port")
@@ -76,7 +77,7 @@ class NodeSerializer(serializers.Serializer):
     last_seen_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
 
-class ClusterSerializer(serializers.Serializer):
+class ClusterSerializer(inputs.InputSerializer):
     name = serializers.CharField(max_length=63, validators=[cluster_name_validator])
     environment = serializers.ChoiceField(choices=["staging", "production"])
     push_mode = serializers.ChoiceField(choices=["upload", "filesystem"], default="upload")
@@ -246,7 +247,7 @@ class DeploymentCreateApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         cluster = serializers.CharField()
         model = serializers.CharField()
         version = serializers.IntegerField(min_value=1)
@@ -266,7 +267,7 @@ class DeploymentCreateApi(APIView):
                 if cluster is None
                 else f"Model '{body['model']}' has no version {body['version']}."
             )
-            return Response({"errors": [{"field": field, "message": message}]}, status=400)
+            return Response({"errors": [{"field": field, "message": message}]}, status=404)
         try:
             deployment = services.deployment_create(
                 cluster=cluster, version=version, actor=request.user

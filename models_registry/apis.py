@@ -10,6 +10,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import inputs
 from accounts.errors import ErrorsSerializer
 from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, paginated
@@ -57,7 +58,7 @@ class TeamListCreateApi(APIView):
 
     permission_classes = [AlgorithmWrites]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         name = serializers.CharField(max_length=100, validators=[team_name_validator])
 
     @extend_schema(parameters=PAGE_PARAMETERS, responses={200: TeamOutputSerializer(many=True)})
@@ -80,7 +81,7 @@ class MemberOutputSerializer(serializers.Serializer):
     username = serializers.CharField()
 
 
-class TeamMemberInputSerializer(serializers.Serializer):
+class TeamMemberInputSerializer(inputs.InputSerializer):
     username = serializers.CharField(max_length=150)
 
 
@@ -128,7 +129,7 @@ class TeamMemberApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class SlaSerializer(serializers.Serializer):
+class SlaSerializer(inputs.InputSerializer):
     p99_latency_ms = serializers.FloatField(required=False, allow_null=True, min_value=0)
     min_success_rate = serializers.FloatField(
         required=False, allow_null=True, min_value=0, max_value=100
@@ -157,7 +158,7 @@ class ModelListCreateApi(APIView):
 
     permission_classes = [AlgorithmWrites]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         name = serializers.CharField(max_length=128, validators=[model_name_validator])
         team = serializers.CharField()
         description = serializers.CharField(required=False, allow_blank=True, default="")
@@ -192,7 +193,7 @@ class ModelDetailApi(APIView):
 
     permission_classes = [AlgorithmWrites]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         team = serializers.CharField(required=False)
         description = serializers.CharField(required=False, allow_blank=True)
         tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
@@ -267,7 +268,7 @@ class VersionListCreateApi(APIView):
     permission_classes = [AlgorithmWrites]
     parser_classes = [MultiPartParser, FormParser]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         archive = serializers.FileField()
         label = serializers.CharField(required=False, allow_blank=True, max_length=100)
         notes = serializers.CharField(required=False, allow_blank=True)
@@ -384,7 +385,7 @@ class AliasSetApi(APIView):
 
     permission_classes = [AlgorithmWrites]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         version = serializers.IntegerField(min_value=1)
 
     class OutputSerializer(serializers.Serializer):
@@ -403,7 +404,7 @@ class AliasSetApi(APIView):
             message = f"Model '{name}' has no version {wanted}."
             return Response(
                 {"errors": [{"field": "version", "message": message}]},
-                status=status.HTTP_400_BAD_REQUEST,
+                status=status.HTTP_404_NOT_FOUND,
             )
         try:
             services.alias_set(model=model, name=alias, version=target, actor=request.user)

@@ -6,6 +6,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import inputs
 from accounts.errors import errors_response
 from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, paginated
@@ -99,7 +100,7 @@ class ReleaseListCreateApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         cluster = serializers.CharField()
         model = serializers.CharField()
         candidate_version = serializers.IntegerField(min_value=1)
@@ -147,11 +148,11 @@ class ReleaseListCreateApi(APIView):
         if cluster is None or candidate is None:
             field = "cluster" if cluster is None else "candidate_version"
             message = (
-                "No such cluster."
+                f"No cluster named '{request.data.get('cluster')}'."
                 if cluster is None
                 else f"Model '{model}' has no version {number}."
             )
-            return Response({"errors": [{"field": field, "message": message}]}, status=400)
+            return Response({"errors": [{"field": field, "message": message}]}, status=404)
         try:
             release = services.release_create(
                 cluster=cluster, candidate=candidate, actor=request.user, **body
@@ -188,7 +189,7 @@ class ReleaseActionApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         action = serializers.ChoiceField(
             choices=["approve", "pause", "resume", "rollback", "promote"]
         )

@@ -297,7 +297,7 @@ def test_sla_update_and_aliases_with_history(ada):
     missing = ada.put(
         "/api/v1/models/risk_score/aliases/production/", {"version": 9}, format="json"
     )
-    assert missing.status_code == 400
+    assert missing.status_code == 404
 
 
 def test_model_list_filters_by_search_team_and_tag(ada):
