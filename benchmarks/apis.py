@@ -9,9 +9,10 @@ from rest_framework.views import APIView
 
 from accounts import inputs
 from accounts.idempotency import idempotent
-from accounts.pagination import PAGE_PARAMETERS, paginated
+from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import AlgorithmWrites
 from benchmarks import selectors, services
+from benchmarks.models import BenchmarkRun
 from benchmarks.services import BenchmarkError
 from deployments.selectors import cluster_get
 from models_registry.selectors import model_version_find, model_version_or_404
@@ -63,10 +64,22 @@ class BenchmarkAcceptedSerializer(serializers.Serializer):
     status = serializers.CharField()
 
 
+class BenchmarkFilters(ListFilters):
+    state = serializers.ChoiceField(choices=BenchmarkRun.Status.values, required=False)
+
+
 class BenchmarkCreateApi(APIView):
-    """POST /api/v1/benchmarks/ {"model","version","cluster","concurrency","duration_s"} -> 202."""
+    """GET (filtered, paged), POST /api/v1/benchmarks/ {"model","version","cluster",...} -> 202."""
 
     permission_classes = [AlgorithmWrites]
+
+    @extend_schema(
+        parameters=[BenchmarkFilters, *PAGE_PARAMETERS],
+        responses={200: BenchmarkSerializer(many=True)},
+    )
+    def get(self, request):
+        runs = selectors.benchmark_list(**list_filters(request, BenchmarkFilters))
+        return paginated(request, runs, BenchmarkSerializer)
 
     class InputSerializer(inputs.InputSerializer):
         model = serializers.CharField()

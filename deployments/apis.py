@@ -9,10 +9,10 @@ from rest_framework.views import APIView
 from accounts import inputs
 from accounts.errors import errors_response
 from accounts.idempotency import idempotent
-from accounts.pagination import PAGE_PARAMETERS, paginated
+from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments import selectors, services
-from deployments.models import cluster_name_validator
+from deployments.models import Deployment, cluster_name_validator
 from deployments.services import DeploymentError
 from models_registry.models import Model
 from models_registry.selectors import model_version_find
@@ -242,10 +242,22 @@ class DeploymentSerializer(serializers.Serializer):
     nodes = DeploymentNodeSerializer(many=True)
 
 
+class DeploymentFilters(ListFilters):
+    state = serializers.ChoiceField(choices=Deployment.Status.values, required=False)
+
+
 class DeploymentCreateApi(APIView):
-    """POST /api/v1/deployments/ {"cluster","model","version"} -> 202 {"id","status"}."""
+    """GET (filtered, paged) and POST /api/v1/deployments/ {"cluster","model","version"} -> 202."""
 
     permission_classes = [ReleaseManagersWrite]
+
+    @extend_schema(
+        parameters=[DeploymentFilters, *PAGE_PARAMETERS],
+        responses={200: DeploymentSerializer(many=True)},
+    )
+    def get(self, request):
+        deployments = selectors.deployment_list(**list_filters(request, DeploymentFilters))
+        return paginated(request, deployments, DeploymentSerializer)
 
     class InputSerializer(inputs.InputSerializer):
         cluster = serializers.CharField()

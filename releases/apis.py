@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 from accounts import inputs
 from accounts.errors import errors_response
 from accounts.idempotency import idempotent
-from accounts.pagination import PAGE_PARAMETERS, paginated
+from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments.models import TritonCluster
 from deployments.selectors import cluster_get
@@ -18,6 +18,7 @@ from models_registry.selectors import model_version_find
 from releases import selectors, services
 from releases.inputs import MAX_STEPS, PROGRESS_DEADLINE_S, STEP_INTERVAL_S
 from releases.services import ReleaseError
+from releases.state_machine import Phase
 
 
 def _refused(exc: ReleaseError) -> Response:
@@ -95,6 +96,10 @@ class ReleaseDetailSerializer(ReleaseSerializer):
         return EventSerializer(recent, many=True).data
 
 
+class ReleaseFilters(ListFilters):
+    state = serializers.ChoiceField(choices=[p.value.lower() for p in Phase], required=False)
+
+
 class ReleaseListCreateApi(APIView):
     """GET, POST /api/v1/releases/."""
 
@@ -128,9 +133,13 @@ class ReleaseListCreateApi(APIView):
         )
         require_benchmark = serializers.BooleanField(required=False, allow_null=True, default=None)
 
-    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: ReleaseSerializer(many=True)})
+    @extend_schema(
+        parameters=[ReleaseFilters, *PAGE_PARAMETERS],
+        responses={200: ReleaseSerializer(many=True)},
+    )
     def get(self, request):
-        return paginated(request, selectors.release_list(limit=None), ReleaseSerializer)
+        releases = selectors.release_list_filtered(**list_filters(request, ReleaseFilters))
+        return paginated(request, releases, ReleaseSerializer)
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
