@@ -1,7 +1,7 @@
 """Releases REST resources (API.md, Releases)."""
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -132,6 +132,9 @@ class ReleaseListCreateApi(APIView):
             min_value=PROGRESS_DEADLINE_S[0], max_value=PROGRESS_DEADLINE_S[1], default=600
         )
         require_benchmark = serializers.BooleanField(required=False, allow_null=True, default=None)
+        dry_run = serializers.BooleanField(
+            default=False, help_text="Run every check, start nothing: 200 with the plan."
+        )
 
     @extend_schema(
         parameters=[ReleaseFilters, *PAGE_PARAMETERS],
@@ -145,7 +148,25 @@ class ReleaseListCreateApi(APIView):
         id = serializers.IntegerField()
         state = serializers.CharField()
 
-    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    class DryRunSerializer(serializers.Serializer):
+        dry_run = serializers.BooleanField()
+        cluster = serializers.CharField(source="cluster.name")
+        model = serializers.CharField(source="model.name")
+        baseline_version = serializers.IntegerField(source="baseline.version")
+        candidate_version = serializers.IntegerField(source="candidate.version")
+        strategy = serializers.CharField()
+        steps = serializers.JSONField()
+        sla = serializers.JSONField()
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            201: OutputSerializer,
+            200: OpenApiResponse(
+                DryRunSerializer, description="dry_run: every check passed; nothing started."
+            ),
+        },
+    )
     @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
@@ -168,6 +189,9 @@ class ReleaseListCreateApi(APIView):
             )
         except ReleaseError as exc:
             return _refused(exc)
+        if body["dry_run"]:
+            release.dry_run = True
+            return Response(self.DryRunSerializer(release).data)
         return Response({"id": release.pk, "state": release.phase}, status=status.HTTP_201_CREATED)
 
 

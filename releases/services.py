@@ -92,8 +92,13 @@ def release_create(
     progress_deadline_s: float = 600.0,
     drain_s: float = 2.0,
     require_benchmark: bool | None = None,
+    dry_run: bool = False,
 ) -> Release:
-    """Record a release of `candidate` against what serves now; validated; audited."""
+    """Record a release of `candidate` against what serves now; validated; audited.
+
+    `dry_run`: every check runs (the locked ones included), then the unsaved release is
+    returned: nothing is written, audited or started.
+    """
     spec_steps = _checked_inputs(
         strategy=strategy,
         steps=steps,
@@ -154,6 +159,8 @@ def release_create(
             refuse_if_busy(cluster, model)
         except DeploymentError as exc:
             raise ReleaseError(exc.message, status=409) from None
+        if dry_run:
+            return release
         state = State.start(time.time())
         for key, value in release.state_fields(state).items():
             setattr(release, key, value)

@@ -6,6 +6,8 @@ import io
 import pytest
 from rest_framework.test import APIClient
 
+from audit.models import AuditEvent
+from deployments.models import ServingState
 from deployments.services import cluster_create, serving_state_set
 from models_registry.models import Model
 from models_registry.services import model_create, model_version_register, team_create
@@ -144,3 +146,27 @@ def test_a_second_release_is_a_409_naming_the_active_one_whatever_its_phase(worl
     assert error["message"] == (
         f"risk_score already has an active release on prod: release {release_id}, loading."
     )
+
+
+def test_a_dry_run_release_runs_every_check_and_starts_nothing(world):
+    rita = world["rita"]
+    plan = rita.post("/api/v1/releases/", {**RELEASE, "dry_run": True}, format="json")
+    assert plan.status_code == 200, plan.content
+    body = plan.json()
+    assert body["dry_run"] is True
+    assert (body["cluster"], body["model"]) == ("prod", "risk_score")
+    assert (body["baseline_version"], body["candidate_version"]) == (1, 2)
+    assert body["strategy"] == "canary" and len(body["steps"]) == 2
+    assert not Release.objects.exists()
+    assert not AuditEvent.objects.filter(action="release.created").exists()
+    assert ServingState.objects.get(cluster=world["prod"]).owner == ""
+    refused = rita.post(
+        "/api/v1/releases/",
+        {**RELEASE, "dry_run": True, "require_benchmark": True},
+        format="json",
+    )
+    assert _only_error(refused, 400)["field"] == "candidate_version"  # no passing benchmark
+    assert rita.post("/api/v1/releases/", RELEASE, format="json").status_code == 201
+    again = rita.post("/api/v1/releases/", {**RELEASE, "dry_run": True}, format="json")
+    assert "already has an active release" in _only_error(again, 409)["message"]
+    assert Release.objects.count() == 1
