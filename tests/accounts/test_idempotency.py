@@ -171,3 +171,13 @@ def test_old_keys_are_pruned_by_the_periodic_task(ada, settings):
     assert settings.CELERY_BEAT_SCHEDULE["accounts-idempotency-keys-prune"]["task"] == (
         "accounts.idempotency_keys_prune"
     )
+
+
+def test_a_retry_while_the_first_request_still_runs_is_a_409(ada):
+    client = _client(ada)
+    assert _post(client, "/api/v1/teams/", {"name": "fraud"}, "k").status_code == 201
+    IdempotencyKey.objects.filter(key="k").update(status=None, body=None)  # as if running
+    response = _post(client, "/api/v1/teams/", {"name": "fraud"}, "k")
+    assert response.status_code == 409
+    assert "still running" in response.json()["errors"][0]["message"]
+    assert Team.objects.count() == 1
