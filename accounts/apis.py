@@ -2,7 +2,7 @@
 
 from django.contrib.auth import authenticate
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.pagination import LimitOffsetPagination
@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from accounts import inputs
 from accounts.errors import ErrorsSerializer, errors_response
 from accounts.models import ApiToken
 from accounts.roles import user_roles
@@ -53,7 +54,7 @@ class TokenCreateApi(APIView):
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "auth"
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         class Meta:
             ref_name = "TokenCreateInput"
 
@@ -73,7 +74,12 @@ class TokenCreateApi(APIView):
 
     @extend_schema(
         request=InputSerializer,
-        responses={200: OutputSerializer, 400: ErrorsSerializer, 429: ErrorsSerializer},
+        responses={
+            200: OutputSerializer,
+            400: ErrorsSerializer,
+            401: OpenApiResponse(ErrorsSerializer, description="Wrong username or password."),
+            429: ErrorsSerializer,
+        },
     )
     def post(self, request):
         data = self.InputSerializer(data=request.data)
@@ -87,7 +93,9 @@ class TokenCreateApi(APIView):
         user = authenticate(request, username=username, password=password)
         if user is None or not user.is_active:
             signin_failed(request=request, username=username, via="api")
-            return errors_response(BAD_CREDENTIALS, status=status.HTTP_400_BAD_REQUEST)
+            response = errors_response(BAD_CREDENTIALS, status=status.HTTP_401_UNAUTHORIZED)
+            response["WWW-Authenticate"] = 'Token realm="api"'
+            return response
         token, secret = api_token_create(user=user, name=name)
         payload = {"token": secret, "name": token.name, "expires_at": token.expires_at}
         return Response(self.OutputSerializer(payload).data)

@@ -11,6 +11,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
+from accounts.inputs import ChoicesListed
+
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 
@@ -63,3 +65,51 @@ def paginated(request, items: Any, serializer_class, **kwargs) -> Response:
     """A Response of one page of `items` serialized by `serializer_class(many=True)`."""
     page, headers = page_of(request, items)
     return Response(serializer_class(page, many=True, **kwargs).data, headers=headers)
+
+
+class ListFilters(ChoicesListed):
+    """`?model=&cluster=&state=&since=` on the lists of async resources (API.md, Lists).
+
+    Subclasses set `state`'s choices; the state is matched case-insensitively.
+    """
+
+    model = serializers.CharField(required=False, help_text="a model's name")
+    cluster = serializers.CharField(required=False, help_text="a cluster's name")
+    state = serializers.ChoiceField(choices=[], required=False)
+    since = serializers.DateTimeField(
+        required=False, help_text="created at or after this ISO 8601 time"
+    )
+
+    def to_internal_value(self, data):
+        if "state" in data:
+            data = {key: data[key] for key in data} | {"state": str(data["state"]).lower()}
+        return super().to_internal_value(data)
+
+
+def list_filters(request, serializer_class: type[ListFilters]) -> dict[str, Any]:
+    """The validated filters of a list request (400 naming a bad one), absent ones left out."""
+    filters = serializer_class(data=request.query_params)
+    filters.is_valid(raise_exception=True)
+    return dict(filters.validated_data)
+
+
+def filtered(
+    qs,
+    *,
+    model=None,
+    cluster=None,
+    state=None,
+    since=None,
+    state_field="status",
+    model_field="model",
+):
+    """`qs` narrowed by model and cluster names, state and creation time, newest first."""
+    if model:
+        qs = qs.filter(**{f"{model_field}__name": model})
+    if cluster:
+        qs = qs.filter(cluster__name=cluster)
+    if state:
+        qs = qs.filter(**{f"{state_field}__iexact": state})
+    if since is not None:
+        qs = qs.filter(created_at__gte=since)
+    return qs.order_by("-created_at", "-id")

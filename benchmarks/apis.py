@@ -7,9 +7,12 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.pagination import PAGE_PARAMETERS, paginated
+from accounts import inputs
+from accounts.idempotency import idempotent
+from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import AlgorithmWrites
 from benchmarks import selectors, services
+from benchmarks.models import BenchmarkRun
 from benchmarks.services import BenchmarkError
 from deployments.selectors import cluster_get
 from models_registry.selectors import model_version_find, model_version_or_404
@@ -61,12 +64,24 @@ class BenchmarkAcceptedSerializer(serializers.Serializer):
     status = serializers.CharField()
 
 
+class BenchmarkFilters(ListFilters):
+    state = serializers.ChoiceField(choices=BenchmarkRun.Status.values, required=False)
+
+
 class BenchmarkCreateApi(APIView):
-    """POST /api/v1/benchmarks/ {"model","version","cluster","concurrency","duration_s"} -> 202."""
+    """GET (filtered, paged), POST /api/v1/benchmarks/ {"model","version","cluster",...} -> 202."""
 
     permission_classes = [AlgorithmWrites]
 
-    class InputSerializer(serializers.Serializer):
+    @extend_schema(
+        parameters=[BenchmarkFilters, *PAGE_PARAMETERS],
+        responses={200: BenchmarkSerializer(many=True)},
+    )
+    def get(self, request):
+        runs = selectors.benchmark_list(**list_filters(request, BenchmarkFilters))
+        return paginated(request, runs, BenchmarkSerializer)
+
+    class InputSerializer(inputs.InputSerializer):
         model = serializers.CharField()
         version = serializers.IntegerField(min_value=1)
         cluster = serializers.CharField()
@@ -84,6 +99,7 @@ class BenchmarkCreateApi(APIView):
         )
 
     @extend_schema(request=InputSerializer, responses={202: BenchmarkAcceptedSerializer})
+    @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -92,11 +108,11 @@ class BenchmarkCreateApi(APIView):
         version = model_version_find(model_name=model, version=number)
         if version is None:
             message = f"Model '{model}' has no version {number}."
-            return Response({"errors": [{"field": "version", "message": message}]}, status=400)
+            return Response({"errors": [{"field": "version", "message": message}]}, status=404)
         cluster = cluster_get(name=body.pop("cluster"))
         if cluster is None:
             message = f"No cluster named '{request.data.get('cluster')}'."
-            return Response({"errors": [{"field": "cluster", "message": message}]}, status=400)
+            return Response({"errors": [{"field": "cluster", "message": message}]}, status=404)
         try:
             run = services.benchmark_create(
                 version=version, cluster=cluster, actor=request.user, **body
@@ -151,11 +167,12 @@ class BenchmarkImportApi(APIView):
     permission_classes = [AlgorithmWrites]
     parser_classes = [MultiPartParser, FormParser]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         file = serializers.FileField()
         format = serializers.ChoiceField(choices=["perf_analyzer", "model_analyzer"])
 
     @extend_schema(request=InputSerializer, responses={201: BenchmarkSerializer})
+    @idempotent
     def post(self, request, name, version):
         found = model_version_or_404(model_name=name, version=version)
         data = self.InputSerializer(data=request.data)

@@ -2,6 +2,7 @@
 
 from django.db.models import QuerySet
 
+from accounts.pagination import filtered
 from benchmarks.models import BenchmarkRun
 from deployments.models import TritonCluster
 from models_registry.models import Alias, ModelVersion
@@ -68,3 +69,9 @@ def production_baseline(*, version: ModelVersion) -> dict | None:
 def staging_clusters() -> QuerySet[TritonCluster]:
     """Clusters a benchmark may run on."""
     return TritonCluster.objects.filter(environment=TritonCluster.Environment.STAGING)
+
+
+def benchmark_list(**filters) -> QuerySet[BenchmarkRun]:
+    """Benchmark runs newest first, narrowed by `accounts.pagination.filtered`'s filters."""
+    qs = BenchmarkRun.objects.select_related("version__model", "cluster", "node", "requested_by")
+    return filtered(qs, model_field="version__model", **filters)

@@ -15,6 +15,7 @@ from drf_spectacular.openapi import AutoSchema
 from rest_framework.permissions import AllowAny
 
 from accounts.errors import ErrorsSerializer
+from accounts.inputs import InputSerializer
 
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 BODY_METHODS = {"POST", "PUT", "PATCH"}
@@ -22,7 +23,7 @@ ERROR_DESCRIPTIONS = {
     "400": "The request is malformed or a field is invalid.",
     "401": "No valid credentials were given.",
     "403": "The signed-in user may not do this.",
-    "404": "No such object.",
+    "404": "No such object (named in the path, or in the body's field).",
     "409": "The request conflicts with the object's current state.",
     "413": "The request body is larger than the limit.",
     "415": "The request body's media type is not accepted.",
@@ -37,6 +38,12 @@ class SwitchyardAutoSchema(AutoSchema):
             return super().get_serializer_name(serializer, direction)
         outer, _, inner = qualname.rpartition(".")
         return outer.split(".")[-1].removesuffix("Api") + inner
+
+    def _map_serializer(self, serializer, direction, bypass_extensions=False):
+        schema = super()._map_serializer(serializer, direction, bypass_extensions)
+        if direction == "request" and isinstance(serializer, InputSerializer):
+            schema["additionalProperties"] = False  # unknown fields are refused (400)
+        return schema
 
     def get_operation(self, path, path_regex, path_prefix, method, registry):
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
@@ -57,7 +64,7 @@ class SwitchyardAutoSchema(AutoSchema):
             codes.append("400")
         if not all(isinstance(p, AllowAny) for p in self.view.get_permissions()):
             codes += ["401", "403"]
-        if "{" in self.path:
+        if "{" in self.path or self.method in BODY_METHODS:  # a path's or a body's object
             codes.append("404")
         if self.method in WRITE_METHODS:
             codes.append("409")

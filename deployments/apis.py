@@ -6,11 +6,13 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import inputs
 from accounts.errors import errors_response
-from accounts.pagination import PAGE_PARAMETERS, paginated
+from accounts.idempotency import idempotent
+from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments import selectors, services
-from deployments.models import cluster_name_validator
+from deployments.models import Deployment, cluster_name_validator
 from deployments.services import DeploymentError
 from models_registry.models import Model
 from models_registry.selectors import model_version_find
@@ -54,7 +56,7 @@ class MetricsSerializer(_SettingsSerializer):
     url = serializers.CharField(required=False, help_text="Prometheus base URL")
 
 
-class NodeSerializer(serializers.Serializer):
+class NodeSerializer(inputs.InputSerializer):
     # The name is a path segment of the node's URL (/clusters/{name}/nodes/{node}/).
     name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     http_url = serializers.CharField(max_length=300, help_text="http(s)://host:port")
@@ -75,7 +77,7 @@ class NodeSerializer(serializers.Serializer):
     last_seen_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
 
-class ClusterSerializer(serializers.Serializer):
+class ClusterSerializer(inputs.InputSerializer):
     name = serializers.CharField(max_length=63, validators=[cluster_name_validator])
     environment = serializers.ChoiceField(choices=["staging", "production"])
     push_mode = serializers.ChoiceField(choices=["upload", "filesystem"], default="upload")
@@ -101,6 +103,7 @@ class ClusterListCreateApi(APIView):
         return paginated(request, selectors.cluster_list(), ClusterSerializer)
 
     @extend_schema(request=ClusterSerializer, responses={201: ClusterSerializer})
+    @idempotent
     def post(self, request):
         data = ClusterSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -143,6 +146,7 @@ class NodeListCreateApi(APIView):
         return paginated(request, _cluster_or_404(name).nodes.all(), NodeSerializer)
 
     @extend_schema(request=NodeSerializer, responses={201: NodeSerializer})
+    @idempotent
     def post(self, request, name):
         cluster = _cluster_or_404(name)
         data = NodeSerializer(data=request.data)
@@ -238,17 +242,30 @@ class DeploymentSerializer(serializers.Serializer):
     nodes = DeploymentNodeSerializer(many=True)
 
 
+class DeploymentFilters(ListFilters):
+    state = serializers.ChoiceField(choices=Deployment.Status.values, required=False)
+
+
 class DeploymentCreateApi(APIView):
-    """POST /api/v1/deployments/ {"cluster","model","version"} -> 202 {"id","status"}."""
+    """GET (filtered, paged) and POST /api/v1/deployments/ {"cluster","model","version"} -> 202."""
 
     permission_classes = [ReleaseManagersWrite]
 
-    class InputSerializer(serializers.Serializer):
+    @extend_schema(
+        parameters=[DeploymentFilters, *PAGE_PARAMETERS],
+        responses={200: DeploymentSerializer(many=True)},
+    )
+    def get(self, request):
+        deployments = selectors.deployment_list(**list_filters(request, DeploymentFilters))
+        return paginated(request, deployments, DeploymentSerializer)
+
+    class InputSerializer(inputs.InputSerializer):
         cluster = serializers.CharField()
         model = serializers.CharField()
         version = serializers.IntegerField(min_value=1)
 
     @extend_schema(request=InputSerializer, responses={202: DeploymentAcceptedSerializer})
+    @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -262,7 +279,7 @@ class DeploymentCreateApi(APIView):
                 if cluster is None
                 else f"Model '{body['model']}' has no version {body['version']}."
             )
-            return Response({"errors": [{"field": field, "message": message}]}, status=400)
+            return Response({"errors": [{"field": field, "message": message}]}, status=404)
         try:
             deployment = services.deployment_create(
                 cluster=cluster, version=version, actor=request.user
@@ -291,6 +308,7 @@ class ModelUnloadApi(APIView):
     permission_classes = [ReleaseManagersWrite]
 
     @extend_schema(request=None, responses={202: DeploymentAcceptedSerializer})
+    @idempotent
     def post(self, request, name, model):
         cluster = _cluster_or_404(name)
         found = Model.objects.filter(name=model).first()

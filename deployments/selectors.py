@@ -3,6 +3,7 @@ with short timeouts: they are cheap and the web process may make them)."""
 
 from django.db.models import Prefetch, QuerySet
 
+from accounts.pagination import filtered
 from deployments import push
 from deployments.models import (
     Deployment,
@@ -117,3 +118,10 @@ def model_live_where(*, model: Model) -> list[dict]:
         for s in states
         if s.version_numbers()
     ]
+
+
+def deployment_list(**filters) -> QuerySet[Deployment]:
+    """Deployments newest first, narrowed by `accounts.pagination.filtered`'s filters."""
+    qs = Deployment.objects.select_related("cluster", "model", "version", "requested_by")
+    qs = qs.prefetch_related(Prefetch("nodes", DeploymentNode.objects.select_related("node")))
+    return filtered(qs, **filters)

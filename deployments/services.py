@@ -40,7 +40,8 @@ class DeploymentError(Exception):
 
 def _save_new(obj, *, what: str, actor, action: str, details: dict | None = None):
     try:
-        obj.full_clean()
+        # Uniqueness is left to the database: a duplicate is a 409 (IntegrityError below).
+        obj.full_clean(validate_unique=False, validate_constraints=False)
     except ValidationError as exc:
         field, messages = next(iter(exc.message_dict.items()))
         raise DeploymentError(messages[0], field=None if field == "__all__" else field) from None
@@ -51,9 +52,9 @@ def _save_new(obj, *, what: str, actor, action: str, details: dict | None = None
     except IntegrityError as exc:
         if "node_url_unique_in_cluster" in str(exc):
             raise DeploymentError(
-                "This URL is already a node of the cluster.", field="http_url"
+                "This URL is already a node of the cluster.", field="http_url", status=409
             ) from exc
-        raise DeploymentError(f"{what} already exists.", field="name") from exc
+        raise DeploymentError(f"{what} already exists.", field="name", status=409) from exc
     return obj
 
 

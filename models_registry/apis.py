@@ -3,13 +3,16 @@
 from django.conf import settings
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import inputs
+from accounts.errors import ErrorsSerializer
+from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
 from models_registry import selectors, services
@@ -21,6 +24,14 @@ from models_registry.services import Provenance, RegistryError
 def _refused(exc: RegistryError, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
     """The error answer: the service's own status (403 not a member, 409) before `code`."""
     return Response({"errors": exc.errors}, status=exc.status or code)
+
+
+RETURN_EXISTING = OpenApiParameter(
+    "return_existing",
+    bool,
+    description="When the upload's files equal an existing version's, answer that version "
+    "with 200 instead of 409.",
+)
 
 
 def _team_or_404(name: str):
@@ -47,7 +58,7 @@ class TeamListCreateApi(APIView):
 
     permission_classes = [AlgorithmWrites]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         name = serializers.CharField(max_length=100, validators=[team_name_validator])
 
     @extend_schema(parameters=PAGE_PARAMETERS, responses={200: TeamOutputSerializer(many=True)})
@@ -55,6 +66,7 @@ class TeamListCreateApi(APIView):
         return paginated(request, selectors.team_list(), TeamOutputSerializer)
 
     @extend_schema(request=InputSerializer, responses={201: TeamOutputSerializer})
+    @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -69,7 +81,7 @@ class MemberOutputSerializer(serializers.Serializer):
     username = serializers.CharField()
 
 
-class TeamMemberInputSerializer(serializers.Serializer):
+class TeamMemberInputSerializer(inputs.InputSerializer):
     username = serializers.CharField(max_length=150)
 
 
@@ -117,7 +129,7 @@ class TeamMemberApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class SlaSerializer(serializers.Serializer):
+class SlaSerializer(inputs.InputSerializer):
     p99_latency_ms = serializers.FloatField(required=False, allow_null=True, min_value=0)
     min_success_rate = serializers.FloatField(
         required=False, allow_null=True, min_value=0, max_value=100
@@ -146,7 +158,7 @@ class ModelListCreateApi(APIView):
 
     permission_classes = [AlgorithmWrites]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         name = serializers.CharField(max_length=128, validators=[model_name_validator])
         team = serializers.CharField()
         description = serializers.CharField(required=False, allow_blank=True, default="")
@@ -162,6 +174,7 @@ class ModelListCreateApi(APIView):
         return paginated(request, models, ModelOutputSerializer)
 
     @extend_schema(request=InputSerializer, responses={201: ModelOutputSerializer})
+    @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -176,11 +189,11 @@ class ModelListCreateApi(APIView):
 
 
 class ModelDetailApi(APIView):
-    """GET, PATCH /api/v1/models/{name}/ (description, tags, team, sla)."""
+    """GET, PATCH, DELETE /api/v1/models/{name}/ (description, tags, team, sla)."""
 
     permission_classes = [AlgorithmWrites]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         team = serializers.CharField(required=False)
         description = serializers.CharField(required=False, allow_blank=True)
         tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
@@ -200,6 +213,21 @@ class ModelDetailApi(APIView):
         except RegistryError as exc:
             return _refused(exc)
         return Response(ModelOutputSerializer(selectors.model_get(name=name)).data)
+
+    @extend_schema(
+        responses={
+            204: None,
+            409: OpenApiResponse(
+                ErrorsSerializer, description="A version serves or served in production."
+            ),
+        }
+    )
+    def delete(self, request, name):
+        try:
+            services.model_delete(model=_model_or_404(name), actor=request.user)
+        except RegistryError as exc:
+            return _refused(exc)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class VersionSummarySerializer(serializers.Serializer):
@@ -240,7 +268,7 @@ class VersionListCreateApi(APIView):
     permission_classes = [AlgorithmWrites]
     parser_classes = [MultiPartParser, FormParser]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         archive = serializers.FileField()
         label = serializers.CharField(required=False, allow_blank=True, max_length=100)
         notes = serializers.CharField(required=False, allow_blank=True)
@@ -252,7 +280,17 @@ class VersionListCreateApi(APIView):
         versions = selectors.model_versions(model=_model_or_404(name))
         return paginated(request, versions, VersionSummarySerializer)
 
-    @extend_schema(request=InputSerializer, responses={201: VersionSummarySerializer})
+    @extend_schema(
+        request=InputSerializer,
+        parameters=[RETURN_EXISTING],
+        responses={
+            201: VersionSummarySerializer,
+            200: OpenApiResponse(
+                VersionSummarySerializer, description="return_existing: the same files' version."
+            ),
+            409: OpenApiResponse(ErrorsSerializer, description="The same files are a version."),
+        },
+    )
     def post(self, request, name):
         model = _model_or_404(name)
         try:  # before the body is read: an outsider's upload is not even parsed
@@ -268,14 +306,26 @@ class VersionListCreateApi(APIView):
                 {"errors": [{"field": "archive", "message": message}]},
                 status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
             )
+        return self._register(request, model)
+
+    @idempotent
+    def _register(self, request, model):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
         archive = fields.pop("archive")
         try:
             version = services.model_version_register(
-                model=model, archive=archive, actor=request.user, provenance=Provenance(**fields)
+                model=model,
+                archive=archive,
+                actor=request.user,
+                provenance=Provenance(**fields),
+                refuse_duplicate=True,
             )
+        except services.DuplicateVersion as exc:
+            if request.query_params.get("return_existing") in ("true", "1"):
+                return Response(VersionSummarySerializer(exc.version).data)
+            return _refused(exc)
         except RegistryError as exc:
             return _refused(exc)
         finally:
@@ -335,7 +385,7 @@ class AliasSetApi(APIView):
 
     permission_classes = [AlgorithmWrites]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         version = serializers.IntegerField(min_value=1)
 
     class OutputSerializer(serializers.Serializer):
@@ -354,7 +404,7 @@ class AliasSetApi(APIView):
             message = f"Model '{name}' has no version {wanted}."
             return Response(
                 {"errors": [{"field": "version", "message": message}]},
-                status=status.HTTP_400_BAD_REQUEST,
+                status=status.HTTP_404_NOT_FOUND,
             )
         try:
             services.alias_set(model=model, name=alias, version=target, actor=request.user)

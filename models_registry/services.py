@@ -41,6 +41,19 @@ class RegistryError(Exception):
         self.errors = errors or [{**({"field": field} if field else {}), "message": message}]
 
 
+class DuplicateVersion(RegistryError):
+    """An upload whose files (manifest digest) equal an existing version's: a 409 naming it."""
+
+    def __init__(self, version: ModelVersion):
+        message = (
+            f"These files are already version {version.version} ('{version.label}') of "
+            f"{version.model.name} (digest {version.digest[:12]}); "
+            "add ?return_existing=true to get that version instead."
+        )
+        super().__init__(message, field="archive", status=409)
+        self.version = version
+
+
 def _errors_from_validation(exc: ValidationError) -> list[dict]:
     return [{"field": f, "message": m} for f, ms in exc.message_dict.items() for m in ms]
 
@@ -77,7 +90,9 @@ def team_create(*, name: str, actor) -> Team:
                 team.members.add(actor)
             audit_record(actor=actor, action="team.created", obj=team)
     except IntegrityError as exc:
-        raise RegistryError(f"A team named '{name}' already exists.", field="name") from exc
+        raise RegistryError(
+            f"A team named '{name}' already exists.", field="name", status=409
+        ) from exc
     return team
 
 
@@ -155,7 +170,9 @@ def model_create(
                 details={"team": team, "sla": model.sla},
             )
     except IntegrityError as exc:
-        raise RegistryError(f"A model named '{name}' already exists.", field="name") from exc
+        raise RegistryError(
+            f"A model named '{name}' already exists.", field="name", status=409
+        ) from exc
     return model
 
 
@@ -224,9 +241,16 @@ class Provenance:
 
 
 def model_version_register(
-    *, model: Model, archive: BinaryIO, actor, provenance: Provenance = Provenance()
+    *,
+    model: Model,
+    archive: BinaryIO,
+    actor,
+    provenance: Provenance = Provenance(),
+    refuse_duplicate: bool = False,
 ) -> ModelVersion:
     """Check, store and register an uploaded model directory as the model's next version.
+
+    `refuse_duplicate`: files equal to an existing version's raise DuplicateVersion (the API).
 
     Nothing is stored when anything is refused: the staging folder is discarded, blobs this
     call created are removed if the database write fails. Members of the model's team only.
@@ -260,6 +284,7 @@ def model_version_register(
                 model=model,
                 actor=actor,
                 provenance=provenance,
+                refuse_duplicate=refuse_duplicate,
                 upload=upload,
                 report=report,
                 manifest=manifest,
@@ -284,7 +309,9 @@ def _archive_error(exc: ArchiveRefused) -> dict:
     return {**({"file": exc.file} if exc.file else {}), "message": exc.message}
 
 
-def _version_save(*, model, actor, provenance, upload, report, manifest) -> ModelVersion:
+def _version_save(
+    *, model, actor, provenance, refuse_duplicate, upload, report, manifest
+) -> ModelVersion:
     with transaction.atomic():
         locked = Model.objects.select_for_update().get(pk=model.pk)
         number = locked.next_version
@@ -295,7 +322,11 @@ def _version_save(*, model, actor, provenance, upload, report, manifest) -> Mode
             raise RegistryError(
                 f"Label '{label}' is already used by another version of {model.name}.",
                 field="label",
+                status=409,
             )
+        duplicate = ModelVersion.objects.filter(model=locked, digest=manifest_digest(manifest))
+        if refuse_duplicate and (found := duplicate.select_related("model").first()):
+            raise DuplicateVersion(found)
         version = ModelVersion(
             model=locked,
             version=number,
@@ -389,6 +420,55 @@ def model_version_delete(*, version: ModelVersion, actor) -> None:
         raise RegistryError(
             f"{label} cannot be deleted: {'; '.join(users)}.", field="version"
         ) from None
+
+
+def _model_delete_refusal(model: Model) -> str | None:
+    """Why `model` must stay: a version serves, or it ever went to a production cluster.
+
+    Reads the apps above through their reverse relations only (no imports upwards).
+    """
+    serving = ModelVersion.objects.filter(model=model, serving__isnull=False).first()
+    if serving is not None:
+        return f"Version {serving.version} of '{model.name}' still serves; unload it first."
+    production = "production"
+    if model.deployments.filter(cluster__environment=production).exists() or (
+        model.releases.filter(cluster__environment=production).exists()
+    ):
+        return f"'{model.name}' has been deployed to a production cluster; it is kept for audit."
+    return None
+
+
+def model_delete(*, model: Model, actor) -> None:
+    """Delete a model that never served in production, with its versions and history; audited.
+
+    Refused (409) while any version serves or when it was ever deployed or released to a
+    production cluster. Its staging deployments, ended releases, benchmarks and aliases go
+    with it; stored files are left to `storage_sweep`. Members of the model's team only.
+    """
+    from django.db.models import ProtectedError
+
+    team_write_check(actor=actor, team=model.team, what=f"Deleting model '{model.name}'")
+    with transaction.atomic():
+        locked = Model.objects.select_for_update().get(pk=model.pk)
+        if reason := _model_delete_refusal(locked):
+            raise RegistryError(reason, field="name", status=409)
+        versions = list(locked.versions.values_list("version", flat=True))
+        audit_record(
+            actor=actor,
+            action="model.deleted",
+            obj=locked,
+            details={"team": locked.team.name, "versions": versions},
+        )
+        try:
+            for related in (locked.releases, locked.deployments, locked.serving, locked.aliases):
+                related.all().delete()
+            locked.versions.all().delete()
+            locked.delete()
+        except ProtectedError as exc:
+            users = sorted({str(obj) for obj in exc.protected_objects})[:5]
+            raise RegistryError(
+                f"'{model.name}' cannot be deleted: {'; '.join(users)}.", field="name", status=409
+            ) from None
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,15 @@
 """Releases REST resources (API.md, Releases)."""
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import inputs
 from accounts.errors import errors_response
-from accounts.pagination import PAGE_PARAMETERS, paginated
+from accounts.idempotency import idempotent
+from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments.models import TritonCluster
 from deployments.selectors import cluster_get
@@ -16,6 +18,7 @@ from models_registry.selectors import model_version_find
 from releases import selectors, services
 from releases.inputs import MAX_STEPS, PROGRESS_DEADLINE_S, STEP_INTERVAL_S
 from releases.services import ReleaseError
+from releases.state_machine import Phase
 
 
 def _refused(exc: ReleaseError) -> Response:
@@ -93,12 +96,16 @@ class ReleaseDetailSerializer(ReleaseSerializer):
         return EventSerializer(recent, many=True).data
 
 
+class ReleaseFilters(ListFilters):
+    state = serializers.ChoiceField(choices=[p.value.lower() for p in Phase], required=False)
+
+
 class ReleaseListCreateApi(APIView):
     """GET, POST /api/v1/releases/."""
 
     permission_classes = [ReleaseManagersWrite]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         cluster = serializers.CharField()
         model = serializers.CharField()
         candidate_version = serializers.IntegerField(min_value=1)
@@ -125,16 +132,42 @@ class ReleaseListCreateApi(APIView):
             min_value=PROGRESS_DEADLINE_S[0], max_value=PROGRESS_DEADLINE_S[1], default=600
         )
         require_benchmark = serializers.BooleanField(required=False, allow_null=True, default=None)
+        dry_run = serializers.BooleanField(
+            default=False, help_text="Run every check, start nothing: 200 with the plan."
+        )
 
-    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: ReleaseSerializer(many=True)})
+    @extend_schema(
+        parameters=[ReleaseFilters, *PAGE_PARAMETERS],
+        responses={200: ReleaseSerializer(many=True)},
+    )
     def get(self, request):
-        return paginated(request, selectors.release_list(limit=None), ReleaseSerializer)
+        releases = selectors.release_list_filtered(**list_filters(request, ReleaseFilters))
+        return paginated(request, releases, ReleaseSerializer)
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         state = serializers.CharField()
 
-    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    class DryRunSerializer(serializers.Serializer):
+        dry_run = serializers.BooleanField()
+        cluster = serializers.CharField(source="cluster.name")
+        model = serializers.CharField(source="model.name")
+        baseline_version = serializers.IntegerField(source="baseline.version")
+        candidate_version = serializers.IntegerField(source="candidate.version")
+        strategy = serializers.CharField()
+        steps = serializers.JSONField()
+        sla = serializers.JSONField()
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            201: OutputSerializer,
+            200: OpenApiResponse(
+                DryRunSerializer, description="dry_run: every check passed; nothing started."
+            ),
+        },
+    )
+    @idempotent
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -145,17 +178,20 @@ class ReleaseListCreateApi(APIView):
         if cluster is None or candidate is None:
             field = "cluster" if cluster is None else "candidate_version"
             message = (
-                "No such cluster."
+                f"No cluster named '{request.data.get('cluster')}'."
                 if cluster is None
                 else f"Model '{model}' has no version {number}."
             )
-            return Response({"errors": [{"field": field, "message": message}]}, status=400)
+            return Response({"errors": [{"field": field, "message": message}]}, status=404)
         try:
             release = services.release_create(
                 cluster=cluster, candidate=candidate, actor=request.user, **body
             )
         except ReleaseError as exc:
             return _refused(exc)
+        if body["dry_run"]:
+            release.dry_run = True
+            return Response(self.DryRunSerializer(release).data)
         return Response({"id": release.pk, "state": release.phase}, status=status.HTTP_201_CREATED)
 
 
@@ -186,7 +222,7 @@ class ReleaseActionApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(inputs.InputSerializer):
         action = serializers.ChoiceField(
             choices=["approve", "pause", "resume", "rollback", "promote"]
         )

@@ -2,6 +2,7 @@
 
 from django.db.models import QuerySet
 
+from accounts.pagination import filtered
 from releases.models import Release, ReleaseEvent
 
 _RELATED = ("cluster", "model", "baseline", "candidate", "created_by")
@@ -72,3 +73,9 @@ def active_releases_of(*, model) -> QuerySet[Release]:
         .exclude(phase__in=[p.value for p in TERMINAL])
         .select_related("cluster")
     )
+
+
+def release_list_filtered(**filters) -> QuerySet[Release]:
+    """Releases newest first, narrowed by `accounts.pagination.filtered`'s filters."""
+    qs = Release.objects.select_related(*_RELATED)
+    return filtered(qs, state_field="phase", **filters)

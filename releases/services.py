@@ -64,6 +64,20 @@ def _checked_inputs(
         raise ReleaseError(exc.message, field=exc.field) from None
 
 
+def _refuse_if_active(cluster, model, *, lock: bool = False) -> None:
+    """409 naming the model's active release on `cluster`, whatever its phase."""
+    active = Release.objects.filter(cluster=cluster, model=model).exclude(
+        phase__in=[p.value for p in TERMINAL]
+    )
+    found = (active.select_for_update() if lock else active).first()
+    if found is not None:
+        raise ReleaseError(
+            f"{model.name} already has an active release on {cluster.name}: "
+            f"release {found.pk}, {found.phase.lower()}.",
+            status=409,
+        )
+
+
 def release_create(
     *,
     cluster,
@@ -78,8 +92,13 @@ def release_create(
     progress_deadline_s: float = 600.0,
     drain_s: float = 2.0,
     require_benchmark: bool | None = None,
+    dry_run: bool = False,
 ) -> Release:
-    """Record a release of `candidate` against what serves now; validated; audited."""
+    """Record a release of `candidate` against what serves now; validated; audited.
+
+    `dry_run`: every check runs (the locked ones included), then the unsaved release is
+    returned: nothing is written, audited or started.
+    """
     spec_steps = _checked_inputs(
         strategy=strategy,
         steps=steps,
@@ -90,6 +109,7 @@ def release_create(
         sticky=sticky_header,
     )
     model = candidate.model
+    _refuse_if_active(cluster, model)  # first: while one runs, the serving set is in flux
     current = serving_versions(cluster=cluster, model=model)
     if len(current) != 1:
         raise ReleaseError(
@@ -134,19 +154,13 @@ def release_create(
     with transaction.atomic():
         # Locked like model_update and alias_set do: the SLA recorded here is the one in force.
         release.sla = Model.objects.select_for_update().get(pk=model.pk).sla
-        if (
-            Release.objects.select_for_update()
-            .filter(cluster=cluster, model=model)
-            .exclude(phase__in=[p.value for p in TERMINAL])
-            .exists()
-        ):
-            raise ReleaseError(
-                f"{model.name} already has an active release on {cluster.name}.", status=409
-            )
+        _refuse_if_active(cluster, model, lock=True)
         try:
             refuse_if_busy(cluster, model)
         except DeploymentError as exc:
             raise ReleaseError(exc.message, status=409) from None
+        if dry_run:
+            return release
         state = State.start(time.time())
         for key, value in release.state_fields(state).items():
             setattr(release, key, value)

@@ -17,6 +17,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import inputs
 from accounts.errors import errors_response
 from accounts.roles import Role, user_has_role
 from models_registry.models import Team
@@ -157,7 +158,7 @@ def parse_when(value: str) -> datetime:
     return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
 
 
-class CostQuerySerializer(serializers.Serializer):
+class CostQuerySerializer(inputs.ChoicesListed):
     group_by = serializers.ChoiceField(choices=list(selectors.GROUP_KEYS), default="model")
     share_idle = serializers.BooleanField(default=False)
 
@@ -221,7 +222,7 @@ class CostReportApi(_FormatChecked):
         return Response(report)
 
 
-class GhostQuerySerializer(serializers.Serializer):
+class GhostQuerySerializer(inputs.ChoicesListed):
     days = serializers.FloatField(default=7.0, max_value=90.0)
 
     def validate_days(self, value: float) -> float:
@@ -267,7 +268,7 @@ class BudgetsApi(APIView):
         return Response({"rows": rows})
 
 
-class BudgetSerializer(serializers.Serializer):
+class BudgetSerializer(inputs.InputSerializer):
     monthly_budget = serializers.DecimalField(
         max_digits=12, decimal_places=2, min_value=0, allow_null=True
     )

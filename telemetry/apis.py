@@ -12,6 +12,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import inputs
 from telemetry import selectors
 
 _RELATIVE = re.compile(r"^(\d+)([smhd])$")
@@ -29,7 +30,7 @@ def parse_since(value: str, *, now: datetime) -> datetime:
     return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
 
 
-class MetricsQuerySerializer(serializers.Serializer):
+class MetricsQuerySerializer(inputs.ChoicesListed):
     cluster = serializers.CharField(required=False, default="")
     model = serializers.CharField(required=False, default="")
     version = serializers.CharField(required=False, default="")

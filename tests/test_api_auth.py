@@ -40,7 +40,8 @@ def test_token_endpoint_refuses_a_wrong_password_in_the_error_shape(make_user):
     response = APIClient().post(
         "/api/v1/auth/token/", {"username": "ada", "password": "wrong"}, format="json"
     )
-    assert response.status_code == 400
+    assert response.status_code == 401  # was 400 before issue #17
+    assert response["WWW-Authenticate"] == 'Token realm="api"'
     assert response.json() == {
         "errors": [{"message": "Unable to sign in with the given username and password."}]
     }
@@ -93,7 +94,7 @@ def test_duplicate_and_invalid_team_names_are_refused_and_nothing_is_written(mak
     client = _client("ada")
     assert client.post("/api/v1/teams/", {"name": "fraud"}, format="json").status_code == 201
     dup = client.post("/api/v1/teams/", {"name": "fraud"}, format="json")
-    assert dup.status_code == 400
+    assert dup.status_code == 409
     assert dup.json()["errors"] == [
         {"field": "name", "message": "A team named 'fraud' already exists."}
     ]

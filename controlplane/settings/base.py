@@ -102,6 +102,8 @@ SWITCHYARD_API_TOKEN_TTL_DAYS = env.float("SWITCHYARD_API_TOKEN_TTL_DAYS", defau
 SWITCHYARD_WS_TICKET_TTL_S = env.int("SWITCHYARD_WS_TICKET_TTL_S", default=60)
 # Expired and revoked tokens stay listed this long (who had access, for reviews), then go.
 SWITCHYARD_API_TOKEN_KEEP_DAYS = env.int("SWITCHYARD_API_TOKEN_KEEP_DAYS", default=90)
+# How long an Idempotency-Key's stored answer is replayed to retries (API.md, Retries).
+SWITCHYARD_IDEMPOTENCY_KEY_HOURS = env.int("SWITCHYARD_IDEMPOTENCY_KEY_HOURS", default=24)
 LOGIN_REDIRECT_URL = "console:home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -140,7 +142,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Switchyard API",
     "DESCRIPTION": "Control plane for fleets of NVIDIA Triton Inference Server",
-    "VERSION": "1.0.0",
+    "VERSION": "1.1.0",  # CHANGELOG.md says what changed
 }
 
 CHANNEL_LAYERS = {
@@ -182,6 +184,11 @@ CELERY_BEAT_SCHEDULE: dict = {
 CELERY_BEAT_SCHEDULE["accounts-tokens-prune"] = {
     "task": "accounts.tokens_prune",
     "schedule": 24 * 3600.0,
+}
+# Hourly: a key is replayed for SWITCHYARD_IDEMPOTENCY_KEY_HOURS; an hour's lag is harmless.
+CELERY_BEAT_SCHEDULE["accounts-idempotency-keys-prune"] = {
+    "task": "accounts.idempotency_keys_prune",
+    "schedule": 3600.0,
 }
 
 # How long /healthz waits for a Celery worker to answer a ping.

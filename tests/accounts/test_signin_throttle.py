@@ -47,7 +47,7 @@ def _form(ip: str, username: str, password: str):
 
 def test_the_token_endpoint_answers_429_after_too_many_failures_for_a_username(ada, ip):
     for _ in range(3):
-        assert _api(ip, ada, "wrong").status_code == 400
+        assert _api(ip, ada, "wrong").status_code == 401
     response = _api(ip, ada, f"pw-{ada}")  # even the right password, until the window ends
     assert response.status_code == 429
     assert 0 < int(response["Retry-After"]) <= 300
@@ -61,7 +61,7 @@ def test_the_token_endpoint_answers_429_after_too_many_failures_for_a_username(a
 
 def test_failures_from_one_ip_throttle_every_username_from_it(ada, ip):
     for n in range(5):
-        assert _api(ip, f"nobody-{n}-{ada}", "wrong").status_code == 400
+        assert _api(ip, f"nobody-{n}-{ada}", "wrong").status_code == 401
     assert _api(ip, ada, f"pw-{ada}").status_code == 429
     other_ip = ip.rsplit(".", 1)[0] + ".251"
     assert _api(other_ip, ada, f"pw-{ada}").status_code == 200
@@ -127,7 +127,7 @@ def test_behind_a_proxy_the_address_it_added_counts_not_the_clients_claim(ada, i
         response = client.post(
             "/api/v1/auth/token/", body, format="json", HTTP_X_FORWARDED_FOR=claimed
         )
-        assert response.status_code == 400
+        assert response.status_code == 401
     body = {"username": ada, "password": f"pw-{ada}"}
     blocked = client.post("/api/v1/auth/token/", body, format="json", HTTP_X_FORWARDED_FOR=ip)
     assert blocked.status_code == 429

@@ -384,7 +384,8 @@ def test_cluster_api_validates_input(world):
         {"name": "n1", "http_url": "http://127.0.0.1:2"},
         format="json",
     )
-    assert dup.status_code == 400
+    assert dup.status_code == 409
+    assert dup.json()["errors"][0]["message"] == "A node named 'n1' in edge already exists."
 
 
 @pytest.mark.django_db(transaction=True)

@@ -104,11 +104,14 @@ def test_files_at_the_top_and_a_wrapping_folder_are_accepted(ada):
     files = example_files("risk_score", 1)
     flat = tar_gz(list(files.items()))
     wrapped = tar_gz([(f"risk_score/{e[0]}", e[1]) for e in example_entries("risk_score", 1)])
-    digests = {
-        _upload(ada, "risk_score", a, label=f"l{i}").json()["digest"]
-        for i, a in enumerate((flat, wrapped))
-    }
-    assert digests == {_expected_digest(files)}  # same content, same digest
+    first = _upload(ada, "risk_score", flat, label="l0")
+    assert first.json()["digest"] == _expected_digest(files)
+    # Same content, same digest: the second upload is that version, not a new one.
+    again = _upload(ada, "risk_score", wrapped, label="l1")
+    assert again.status_code == 409
+    assert again.json()["errors"][0]["field"] == "archive"
+    assert "already version 1 ('l0')" in again.json()["errors"][0]["message"]
+    assert ModelVersion.objects.filter(model__name="risk_score").count() == 1
 
 
 def test_archive_download_is_byte_identical(ada):
@@ -126,9 +129,16 @@ def test_archive_download_is_byte_identical(ada):
         for p, b in expected.items()
     }
     # The download registers again as the same content.
-    assert _upload(ada, "risk_score", data, label="again").json()["digest"] == (
-        _expected_digest(expected)
+    upload = io.BytesIO(data)
+    upload.name = "m.tar.gz"
+    again = ada.post(
+        "/api/v1/models/risk_score/versions/?return_existing=true",
+        {"archive": upload, "label": "again"},
+        format="multipart",
     )
+    assert again.status_code == 200
+    assert again.json()["version"] == 1
+    assert again.json()["digest"] == _expected_digest(expected)
 
 
 GOOD = example_entries("risk_score", 1)
@@ -234,13 +244,14 @@ def test_name_mismatch_is_refused(ada):
 def test_labels_are_unique_per_model_and_a_refusal_does_not_burn_a_version(ada):
     _create_model(ada)
     assert _upload(ada, "risk_score", tar_gz(GOOD), label="gold").status_code == 201
-    dup = _upload(ada, "risk_score", tar_gz(GOOD), label="gold")
-    assert dup.status_code == 400
+    other = tar_gz(example_entries("risk_score", 2))
+    dup = _upload(ada, "risk_score", other, label="gold")
+    assert dup.status_code == 409
     assert dup.json()["errors"][0] == {
         "field": "label",
         "message": "Label 'gold' is already used by another version of risk_score.",
     }
-    assert _upload(ada, "risk_score", tar_gz(GOOD)).json()["version"] == 2
+    assert _upload(ada, "risk_score", other).json()["version"] == 2
 
 
 def test_non_algorithm_users_get_403_on_every_registry_write(make_user, ada):
@@ -264,8 +275,9 @@ def test_non_algorithm_users_get_403_on_every_registry_write(make_user, ada):
 
 def test_sla_update_and_aliases_with_history(ada):
     _create_model(ada)
-    for _ in range(2):
-        assert _upload(ada, "risk_score", tar_gz(GOOD)).status_code == 201
+    for variant in (1, 2):
+        archive = tar_gz(example_entries("risk_score", variant))
+        assert _upload(ada, "risk_score", archive).status_code == 201
     patched = ada.patch(
         "/api/v1/models/risk_score/", {"sla": {"p99_latency_ms": 40}}, format="json"
     )
@@ -285,7 +297,7 @@ def test_sla_update_and_aliases_with_history(ada):
     missing = ada.put(
         "/api/v1/models/risk_score/aliases/production/", {"version": 9}, format="json"
     )
-    assert missing.status_code == 400
+    assert missing.status_code == 404
 
 
 def test_model_list_filters_by_search_team_and_tag(ada):
