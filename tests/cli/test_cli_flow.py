@@ -1,0 +1,209 @@
+"""The `switchyard` CLI as a CI job runs it: a subprocess talking to a live daphne server
+that queues work on a real Celery worker, real Triton nodes behind a real nginx router, and
+release ticks in a background thread (what celery beat does in production)."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from integrations.triton.local import free_ports
+from releases import routing
+from releases.models import Release
+from releases.services import release_tick
+from releases.state_machine import TERMINAL
+from tests.conftest import ROOT, child_environment, start_celery_worker, stop_process, wait_for
+from tests.exampledata import EXAMPLES
+from tests.releases.test_release_flow import (
+    Traffic,
+    _loaded,
+    _unload,
+    release_world,  # noqa: F401 - fixture
+)
+
+pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
+RISK_SCORE = str(EXAMPLES / "risk_score")
+
+
+class Beat(threading.Thread):
+    """Tick every active release twice a second, as the beat schedule does."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                active = Release.objects.exclude(phase__in=[p.value for p in TERMINAL])
+                for release_id in active.values_list("pk", flat=True):
+                    release_tick(release_id=release_id)
+                time.sleep(0.5)
+        finally:
+            connection.close()
+
+
+def _start_daphne(log, env: dict) -> tuple[subprocess.Popen, str]:
+    (port,) = free_ports(1)
+    args = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [*args, "controlplane.asgi:application"],
+            cwd=ROOT,
+            env=child_environment(**env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    import http.client
+
+    def answers() -> bool:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+        try:
+            conn.request("GET", "/login/")
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    try:
+        wait_for(answers, timeout_s=30, what="daphne", proc=proc, log=log)
+    except BaseException:
+        stop_process(proc)
+        raise
+    return proc, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def stack(release_world, settings, tmp_path):  # noqa: F811
+    """release_world's cluster and users, plus a worker and a server on one queue."""
+    env = {
+        "SWITCHYARD_STORAGE_ROOT": str(settings.SWITCHYARD_STORAGE_ROOT),
+        "SWITCHYARD_DEPLOY_DRAIN_S": "0.2",
+        "SWITCHYARD_SMOKE_CLUSTER": "canary",  # smoke tests on its nodes (no staging here)
+    }
+    os.environ.update(env)  # the worker inherits them too
+    worker = start_celery_worker(tmp_path / "worker.log")
+    try:
+        proc, url = _start_daphne(tmp_path / "daphne.log", {**env, "CELERY_QUEUE": worker.queue})
+        try:
+            yield {**release_world, "url": url, "tmp": tmp_path}
+        finally:
+            stop_process(proc)
+    finally:
+        worker.stop()
+        for key in env:
+            os.environ.pop(key, None)
+
+
+def switchyard(world, *args: str, user: str = "rita", token: str | None = None):
+    """Run the CLI as a CI job would; answer (exit code, stdout, stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHYARD_", "DJANGO_"))}
+    env.update(SWITCHYARD_URL=world["url"], SWITCHYARD_CONFIG=str(world["tmp"] / f"{user}.toml"))
+    if token:
+        env["SWITCHYARD_TOKEN"] = token
+    done = subprocess.run(
+        [sys.executable, "-m", "switchyard_cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def login(world, user: str) -> None:
+    code, out, err = switchyard(
+        world, "login", "--username", user, "--password", f"pw-{user}", user=user
+    )
+    assert code == 0, (out, err)
+    assert oct((world["tmp"] / f"{user}.toml").stat().st_mode & 0o777) == "0o600"
+
+
+def register(world, folder: int, label: str, *extra: str) -> dict:
+    code, out, err = switchyard(
+        world,
+        *["model", "register", RISK_SCORE, "--model", "risk_score", "--label", label],
+        *["--folder", str(folder), "--wait", "--timeout", "120", "-o", "json", *extra],
+        user="ada",
+    )
+    assert code == 0, (out, err)
+    return json.loads(out)
+
+
+def release(world, version: int, steps: str, analysis: dict):
+    return switchyard(
+        world,
+        *["release", "start", f"risk_score:{version}", "--cluster", "canary", "--steps", steps],
+        *["--interval", "2", "--analysis", json.dumps(analysis), "-o", "json"],
+    )
+
+
+def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
+    world = stack
+    login(world, "ada")
+    login(world, "rita")
+    # Register (creating the model for its team), each version waited for until smoke passed.
+    v1 = register(world, 1, "build-1", "--team", "fraud")
+    assert (v1["version"], v1["status"], v1["cli_outcome"]) == (1, "smoke_passed", "succeeded")
+    assert register(world, 2, "build-2")["version"] == 2
+    assert register(world, 3, "build-3")["version"] == 3
+    code, out, err = switchyard(world, "deploy", "risk_score:1", "--cluster", "canary", "--wait")
+    assert code == 0 and "succeeded" in out, (out, err)
+    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+
+    beat = Beat()
+    beat.start()
+    try:
+        with Traffic(world["port"], "risk_score"):
+            time.sleep(1.0)
+            good = {"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 5}
+            code, out, err = release(world, 2, "20,50,100", good)
+            assert code == 0, (out, err)
+            release_id = json.loads(out)["id"]
+            # A wait that runs out is exit 3; waiting long enough sees it promoted (exit 0).
+            code, out, _ = switchyard(
+                world, "release", "status", str(release_id), "--wait", "--timeout", "1"
+            )
+            assert code == 3 and "timed out" in out, out
+            code, out, err = switchyard(
+                world, "release", "status", str(release_id), "--wait", "--timeout", "150"
+            )
+            assert code == 0 and "SUCCEEDED".lower() in out.lower(), (out, err)
+            assert _loaded(world, "risk_score") == [{"2"}, {"2"}]
+
+            faulty = {"min_requests": 10, "max_failed_checks": 1}
+            code, out, err = release(world, 3, "25,50,100", faulty)
+            assert code == 0, (out, err)
+            release_id = json.loads(out)["id"]
+            code, out, err = switchyard(
+                world, "release", "status", str(release_id), "--wait", "-o", "json"
+            )
+            assert code == 1, (out, err)
+            answer = json.loads(out)
+            assert (answer["state"], answer["cli_outcome"]) == ("ROLLED_BACK", "rolled_back")
+    finally:
+        beat.stop.set()
+        beat.join(15)
+    assert _loaded(world, "risk_score") == [{"2"}, {"2"}]
+    from models_registry.models import Model
+
+    _unload(world, Model.objects.get(name="risk_score"))
+
+
+def test_bad_token_and_unknown_resources_exit_2(stack):
+    world = stack
+    code, out, err = switchyard(world, "release", "status", "1", "-o", "json", token="nope")
+    assert code == 2 and err.startswith("switchyard: HTTP 401"), (out, err)
+    assert json.loads(out)["http_status"] == 401
+    login(world, "rita")
+    code, out, err = switchyard(world, "deploy", "nope:1", "--cluster", "canary", "--wait")
+    assert code == 2 and "HTTP 4" in err, (out, err)
+    code, out, err = switchyard(world, "login", "--username", "rita", "--password", "wrong")
+    assert code == 2 and "HTTP 40" in err, (out, err)
