@@ -4,15 +4,20 @@ release ticks in a background thread (what celery beat does in production)."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
+import tomllib
 
 import pytest
+from django.contrib.auth.models import Group
 from django.db import connection
 
 from integrations.triton.local import free_ports
+from models_registry.models import Model, Team
+from models_registry.services import team_member_add
 from releases import routing
 from releases.models import Release
 from releases.services import release_tick
@@ -192,8 +197,6 @@ def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
         beat.stop.set()
         beat.join(15)
     assert _loaded(world, "risk_score") == [{"2"}, {"2"}]
-    from models_registry.models import Model
-
     _unload(world, Model.objects.get(name="risk_score"))
 
 
@@ -207,3 +210,78 @@ def test_bad_token_and_unknown_resources_exit_2(stack):
     assert code == 2 and "HTTP 4" in err, (out, err)
     code, out, err = switchyard(world, "login", "--username", "rita", "--password", "wrong")
     assert code == 2 and "HTTP 40" in err, (out, err)
+
+
+def docs_ci_script(tmp_path) -> tuple[str, dict]:
+    """The CI example of docs/CLI.md as a file, and a PATH whose `switchyard` is this CLI."""
+    text = (ROOT / "docs" / "CLI.md").read_text()
+    script = tmp_path / "ci.sh"
+    script.write_text(re.search(r"```bash\n(.*?)```", text, re.S).group(1))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "switchyard"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m switchyard_cli "$@"\n')
+    shim.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    return str(script), {"PATH": path, "PYTHONPATH": str(ROOT)}
+
+
+def run_ci_script(world, script: str, env: dict, **inputs: str):
+    env = {**env, "SWITCHYARD_URL": world["url"], "MODEL": "risk_score", "TEAM": "fraud"}
+    env.update(CLUSTER="canary", MODEL_DIR=RISK_SCORE, HOME=str(world["tmp"]), **inputs)
+    env["SWITCHYARD_TOKEN"] = tomllib.loads((world["tmp"] / "ci.toml").read_text())["token"]
+    work = world["tmp"] / inputs["BUILD"]
+    work.mkdir()
+    return subprocess.run(
+        ["bash", script], cwd=work, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_docs_ci_example_promotes_a_good_build_and_fails_on_the_faulty_one(stack, make_user):
+    world = stack
+    ci = make_user("ci", role="algorithm")
+    ci.groups.add(Group.objects.get(name="release-managers"))
+    admin = make_user("admin", superuser=True)
+    team_member_add(team=Team.objects.get(name="fraud"), username="ci", actor=admin)
+    login(world, "ci")
+    login(world, "ada")
+    login(world, "rita")
+    register(world, 1, "build-1", "--team", "fraud")
+    code, out, err = switchyard(world, "deploy", "risk_score:1", "--cluster", "canary", "--wait")
+    assert code == 0, (out, err)
+    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    script, env = docs_ci_script(world["tmp"])
+    beat = Beat()
+    beat.start()
+    try:
+        with Traffic(world["port"], "risk_score"):
+            time.sleep(1.0)
+            good = '--interval 2 --analysis {"min_requests":10,"latency_tolerance":5}'
+            done = run_ci_script(
+                world,
+                script,
+                env,
+                BUILD="b2",
+                REGISTER_ARGS="--folder 2",
+                STEPS="20,50,100",
+                RELEASE_ARGS=good,
+            )
+            assert done.returncode == 0, (done.stdout, done.stderr)
+            assert "risk_score:2 promoted" in done.stdout
+            faulty = '--interval 2 --analysis {"min_requests":10,"max_failed_checks":1}'
+            done = run_ci_script(
+                world,
+                script,
+                env,
+                BUILD="b3",
+                REGISTER_ARGS="--folder 3",
+                STEPS="25,50,100",
+                RELEASE_ARGS=faulty,
+            )
+            assert done.returncode == 1, (done.stdout, done.stderr)
+            assert "risk_score:3 rolled back" in done.stdout
+    finally:
+        beat.stop.set()
+        beat.join(15)
+    assert _loaded(world, "risk_score") == [{"2"}, {"2"}]
+    _unload(world, Model.objects.get(name="risk_score"))
