@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.db import connection
 
+from deployments.services import cluster_create, node_create
 from integrations.triton.local import free_ports
 from models_registry.models import Model, Team
 from models_registry.services import team_member_add
@@ -156,12 +157,35 @@ def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
     login(world, "rita")
     # Register (creating the model for its team), each version waited for until smoke passed.
     v1 = register(world, 1, "build-1", "--team", "fraud")
-    assert (v1["version"], v1["status"], v1["cli_outcome"]) == (1, "smoke_passed", "succeeded")
+    assert (v1["version"], v1.get("status"), v1.get("cli_outcome")) == (
+        1,
+        "smoke_passed",
+        "succeeded",
+    ), v1
     assert register(world, 2, "build-2")["version"] == 2
     assert register(world, 3, "build-3")["version"] == 3
     code, out, err = switchyard(world, "deploy", "risk_score:1", "--cluster", "canary", "--wait")
     assert code == 0 and "succeeded" in out, (out, err)
     routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    staging = cluster_create(actor=world["rita"], name="stage", environment="staging")
+    node = world["nodes"][0]
+    node_create(
+        cluster=staging,
+        actor=world["rita"],
+        name="s1",
+        http_url=node.http_url,
+        grpc_url=node.grpc_url,
+        metrics_url=node.metrics_url,
+    )
+    code, out, err = switchyard(
+        world,
+        *["benchmark", "run", "risk_score:1", "--cluster", "stage", "--concurrency", "1,2"],
+        *["--duration", "1", "--wait", "--timeout", "120", "-o", "json"],
+        user="ada",
+    )
+    bench = json.loads(out)
+    assert bench.get("status") == "succeeded" and len(bench["levels"]) == 2, (out, err)
+    assert code == (0 if bench["verdict"].get("passed") is not False else 1)
 
     beat = Beat()
     beat.start()
@@ -193,6 +217,9 @@ def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
             assert code == 1, (out, err)
             answer = json.loads(out)
             assert (answer["state"], answer["cli_outcome"]) == ("ROLLED_BACK", "rolled_back")
+            # An action that does not fit the state: the API's 409, exit 2.
+            code, out, err = switchyard(world, "release", "promote", str(release_id))
+            assert code == 2 and "HTTP 409" in err, (out, err)
     finally:
         beat.stop.set()
         beat.join(15)
@@ -208,6 +235,12 @@ def test_bad_token_and_unknown_resources_exit_2(stack):
     login(world, "rita")
     code, out, err = switchyard(world, "deploy", "nope:1", "--cluster", "canary", "--wait")
     assert code == 2 and "HTTP 4" in err, (out, err)
+    code, out, err = switchyard(
+        world, "cost", "report", "--group-by", "team", "--format", "csv", user="rita"
+    )
+    assert code == 0 and out.strip() == "", (out, err)  # no usage recorded: no rows
+    code, out, err = switchyard(world, "cost", "report", "--group-by", "team", "-o", "json")
+    assert code == 0 and json.loads(out)["rows"] == [], (out, err)
     code, out, err = switchyard(world, "login", "--username", "rita", "--password", "wrong")
     assert code == 2 and "HTTP 40" in err, (out, err)
 
