@@ -2,6 +2,7 @@
 
 import functools
 import json
+import os
 import sys
 import uuid
 
@@ -93,5 +94,17 @@ def finish(api: Client, kind: str, path: str, payload: dict, opts: dict) -> None
     sys.exit(exit_code(outcome))
 
 
+def idempotency_key(path: str, body: dict) -> str:
+    """SWITCHYARD_IDEMPOTENCY_KEY (e.g. the CI job's id) made distinct per endpoint and
+    target, so a retried job sends the same key for the same work; a fresh key otherwise."""
+    base = os.environ.get("SWITCHYARD_IDEMPOTENCY_KEY")
+    if not base:
+        return uuid.uuid4().hex
+    target = f"{body.get('model')}:{body.get('version') or body.get('candidate_version')}"
+    return f"{base}:{path.strip('/').rsplit('/', 1)[-1]}:{target}"[:200]
+
+
 def create(api: Client, path: str, body: dict) -> dict:
-    return api.request("POST", path, body=body, headers={"Idempotency-Key": uuid.uuid4().hex})
+    """POST work with an Idempotency-Key, so a server that honours it never does it twice."""
+    key = idempotency_key(path, body)
+    return api.request("POST", path, body=body, headers={"Idempotency-Key": key})

@@ -102,3 +102,20 @@ def test_int_lists_refuse_words():
     assert int_list("5,25, 50,100") == [5, 25, 50, 100]
     with pytest.raises(click.BadParameter):
         int_list("5,x")
+
+
+def test_idempotency_key_is_stable_per_job_and_target(monkeypatch):
+    from switchyard_cli.common import idempotency_key
+
+    monkeypatch.delenv("SWITCHYARD_IDEMPOTENCY_KEY", raising=False)
+    deploy = {"model": "risk_score", "version": 3, "cluster": "prod"}
+    assert idempotency_key("/api/v1/deployments/", deploy) != idempotency_key(
+        "/api/v1/deployments/", deploy
+    )
+    monkeypatch.setenv("SWITCHYARD_IDEMPOTENCY_KEY", "job-42")
+    key = idempotency_key("/api/v1/deployments/", deploy)
+    assert (
+        key == idempotency_key("/api/v1/deployments/", deploy) == "job-42:deployments:risk_score:3"
+    )
+    release = {"model": "risk_score", "candidate_version": 3}
+    assert idempotency_key("/api/v1/releases/", release) == "job-42:releases:risk_score:3"
