@@ -4,6 +4,7 @@ release ticks in a background thread (what celery beat does in production)."""
 
 import json
 import os
+import pty
 import re
 import subprocess
 import sys
@@ -318,3 +319,50 @@ def test_docs_ci_example_promotes_a_good_build_and_fails_on_the_faulty_one(stack
         beat.join(15)
     assert _loaded(world, "risk_score") == [{"2"}, {"2"}]
     _unload(world, Model.objects.get(name="risk_score"))
+
+
+def switchyard_on_a_terminal(world, *args: str, user: str) -> tuple[int, str, str]:
+    """Run the CLI with stderr on a pseudo-terminal; answer (code, stdout, terminal text)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHYARD_", "DJANGO_"))}
+    env.update(SWITCHYARD_URL=world["url"], SWITCHYARD_CONFIG=str(world["tmp"] / f"{user}.toml"))
+    env.update(TERM="xterm-256color", COLUMNS="120")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "switchyard_cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        text=True,
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    out = proc.stdout.read()
+    return proc.wait(timeout=60), out, b"".join(chunks).decode(errors="replace")
+
+
+def test_upload_shows_a_progress_bar_on_a_terminal_only(stack):
+    world = stack
+    login(world, "ada")
+    register_args = ["model", "register", RISK_SCORE, "--model", "risk_score", "--folder", "1"]
+    code, out, terminal = switchyard_on_a_terminal(
+        world, *register_args, "--label", "b1", "--team", "fraud", user="ada"
+    )
+    assert code == 0 and "uploading" in terminal and "version risk_score:1" in out, (
+        out,
+        terminal,
+    )
+    code, out, err = switchyard(world, *register_args, "--label", "b2", user="ada")
+    # Without a terminal nothing but the answer: no bar, no escape sequences. (Same digest:
+    # the server may refuse it with 409 naming version 1, or register it as version 2.)
+    assert "uploading" not in err and "\x1b[" not in out + err, (out, err)
+    assert (code, out.strip()) in {(0, "version risk_score:2: registered"), (2, "")}, (out, err)
