@@ -152,6 +152,19 @@ def release(world, version: int, steps: str, analysis: dict):
     )
 
 
+def release_state(world, release_id: int, state: str, timeout_s: float = 60) -> None:
+    """Wait (through `release status -o json`) until the release is in `state`."""
+    deadline, seen = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        code, out, err = switchyard(world, "release", "status", str(release_id), "-o", "json")
+        assert code == 0, (out, err)
+        seen = json.loads(out)["state"]
+        if seen == state:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"release {release_id} is {seen}, not {state}")
+
+
 def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
     world = stack
     login(world, "ada")
@@ -163,6 +176,8 @@ def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
         "smoke_passed",
         "succeeded",
     ), v1
+    code, out, err = switchyard(world, "version", "wait", "risk_score:1", "-o", "json")
+    assert code == 0 and json.loads(out)["status"] == "smoke_passed", (out, err)
     assert register(world, 2, "build-2")["version"] == 2
     assert register(world, 3, "build-3")["version"] == 3
     code, out, err = switchyard(world, "deploy", "risk_score:1", "--cluster", "canary", "--wait")
@@ -202,6 +217,11 @@ def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
                 world, "release", "status", str(release_id), "--wait", "--timeout", "1"
             )
             assert code == 3 and "timed out" in out, out
+            # A human pauses and resumes it from the command line.
+            release_state(world, release_id, "PROGRESSING")
+            assert switchyard(world, "release", "pause", str(release_id))[0] == 0
+            release_state(world, release_id, "PAUSED")
+            assert switchyard(world, "release", "resume", str(release_id))[0] == 0
             code, out, err = switchyard(
                 world, "release", "status", str(release_id), "--wait", "--timeout", "150"
             )
