@@ -23,11 +23,12 @@ setup: system $(VENV)/.installed node_modules/.installed
 system:
 	@bash scripts/setup_system.sh
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
 	  { echo "Switchyard needs Python 3.11 (found $$($(PYTHON) --version)); set PYTHON=/path/to/python3.11"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -e .
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json

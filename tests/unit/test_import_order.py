@@ -111,9 +111,15 @@ def _layers() -> Layers:
     return parse_layers(ARCHITECTURE.read_text(encoding="utf-8"))
 
 
+def standalone_packages(text: str) -> set[str]:
+    """The packages the "Stand-alone packages:" line of the Import order section names."""
+    line = re.search(r"^Stand-alone packages: (.*?)\.", _section(text, "Import order"), re.M)
+    return set(re.findall(r"`(\w+)`", line.group(1))) if line else set()
+
+
 def test_every_product_package_has_its_place_in_the_documented_order():
     layers = _layers()
-    placed = set(layers.order) | {ROOT_PACKAGE}
+    placed = set(layers.order) | {ROOT_PACKAGE} | standalone_packages(ARCHITECTURE.read_text())
     missing = [p for p in product_packages(ROOT) if p not in placed]
     assert not missing, f"add {missing} to the Import order of docs/ARCHITECTURE.md"
     gone = [p for p in layers.order if not (ROOT / p / "__init__.py").exists()]
@@ -187,3 +193,11 @@ def test_an_exception_without_a_reason_is_refused():
         assert "gives no reason" in str(exc)
     else:
         raise AssertionError("an unexplained exception was accepted")
+
+
+def test_stand_alone_packages_import_no_other_package_of_the_project():
+    alone = standalone_packages(ARCHITECTURE.read_text())
+    assert alone, "docs/ARCHITECTURE.md names no stand-alone package"
+    edges = import_edges(ROOT, product_packages(ROOT))
+    bad = [f"{e.path}:{e.line} imports {e.target}" for e in edges if e.source in alone]
+    assert not bad, bad

@@ -1,0 +1,1 @@
+"""The `switchyard` command-line client: talks only to the REST API (docs/CLI.md)."""

@@ -1,0 +1,110 @@
+"""What every command shares: options, MODEL:VERSION, API errors to exit 2, waits."""
+
+import functools
+import json
+import os
+import sys
+import uuid
+
+import click
+
+from switchyard_cli.client import ApiError, Client, settings
+from switchyard_cli.outcome import EXIT_OK, EXIT_USAGE, exit_code
+from switchyard_cli.output import emit, spinner
+from switchyard_cli.waits import describe, wait_until_finished
+
+API = "/api/v1"
+
+
+class ModelVersion(click.ParamType):
+    """MODEL:VERSION, e.g. risk_score:3."""
+
+    name = "MODEL:VERSION"
+
+    def convert(self, value, param, ctx):
+        model, sep, version = str(value).rpartition(":")
+        if not sep or not model or not version.isdigit():
+            self.fail(f"{value!r} is not MODEL:VERSION (e.g. risk_score:3)", param, ctx)
+        return model, int(version)
+
+
+MODEL_VERSION = ModelVersion()
+
+
+def int_list(value: str) -> list[int]:
+    try:
+        return [int(part) for part in value.split(",") if part.strip()]
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of numbers") from exc
+
+
+def output_option(fn):
+    return click.option(
+        "--output",
+        "-o",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="json: one JSON document on stdout.",
+    )(fn)
+
+
+def wait_options(fn):
+    fn = click.option(
+        "--timeout", type=float, default=900.0, show_default=True, help="Seconds to wait."
+    )(fn)
+    return click.option("--wait", is_flag=True, help="Wait until it finishes.")(fn)
+
+
+def api_command(fn):
+    """Turn API errors into a message on stderr (and JSON on stdout) and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ApiError as exc:
+            if kwargs.get("output") == "json":
+                errors = exc.payload if isinstance(exc.payload, dict) else {"detail": str(exc)}
+                click.echo(json.dumps({"http_status": exc.status, **errors}, default=str))
+            click.echo(f"switchyard: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+
+    return wrapper
+
+
+def client() -> Client:
+    url, token = settings()
+    if not token:
+        raise ApiError(0, None, "no token: set SWITCHYARD_TOKEN or run `switchyard login`")
+    return Client(url, token)
+
+
+def finish(api: Client, kind: str, path: str, payload: dict, opts: dict) -> None:
+    """Print the created resource, or wait for its outcome and exit with its code."""
+    if not opts["wait"]:
+        emit(opts["output"], payload, f"{kind} {payload.get('id', '')}: {describe(kind, payload)}")
+        sys.exit(EXIT_OK)
+    with spinner(f"{kind} {path.rstrip('/').rsplit('/', 1)[-1]}") as show:
+        final, outcome = wait_until_finished(
+            api, kind, path, opts["timeout"], lambda p: show(describe(kind, p))
+        )
+    text = f"{kind}: {describe(kind, final)} -> {outcome or 'timed out'}"
+    emit(opts["output"], {**final, "cli_outcome": outcome}, text)
+    sys.exit(exit_code(outcome))
+
+
+def idempotency_key(path: str, body: dict) -> str:
+    """SWITCHYARD_IDEMPOTENCY_KEY (e.g. the CI job's id) made distinct per endpoint and
+    target, so a retried job sends the same key for the same work; a fresh key otherwise."""
+    base = os.environ.get("SWITCHYARD_IDEMPOTENCY_KEY")
+    if not base:
+        return uuid.uuid4().hex
+    target = f"{body.get('model')}:{body.get('version') or body.get('candidate_version')}"
+    return f"{base}:{path.strip('/').rsplit('/', 1)[-1]}:{target}"[:200]
+
+
+def create(api: Client, path: str, body: dict) -> dict:
+    """POST work with an Idempotency-Key, so a server that honours it never does it twice."""
+    key = idempotency_key(path, body)
+    return api.request("POST", path, body=body, headers={"Idempotency-Key": key})

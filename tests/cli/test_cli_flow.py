@@ -1,0 +1,388 @@
+"""The `switchyard` CLI as a CI job runs it: a subprocess talking to a live daphne server
+that queues work on a real Celery worker, real Triton nodes behind a real nginx router, and
+release ticks in a background thread (what celery beat does in production)."""
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db import connection
+
+from deployments.services import cluster_create, node_create
+from integrations.triton.local import free_ports
+from models_registry.models import Model, Team
+from models_registry.services import team_member_add
+from releases import routing
+from releases.models import Release
+from releases.services import release_tick
+from releases.state_machine import TERMINAL
+from tests.conftest import ROOT, child_environment, start_celery_worker, stop_process, wait_for
+from tests.exampledata import EXAMPLES
+from tests.releases.test_release_flow import (
+    Traffic,
+    _loaded,
+    _unload,
+    release_world,  # noqa: F401 - fixture
+)
+
+pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
+RISK_SCORE = str(EXAMPLES / "risk_score")
+
+
+class Beat(threading.Thread):
+    """Tick every active release twice a second, as the beat schedule does."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                active = Release.objects.exclude(phase__in=[p.value for p in TERMINAL])
+                for release_id in active.values_list("pk", flat=True):
+                    release_tick(release_id=release_id)
+                time.sleep(0.5)
+        finally:
+            connection.close()
+
+
+def _start_daphne(log, env: dict) -> tuple[subprocess.Popen, str]:
+    (port,) = free_ports(1)
+    args = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [*args, "controlplane.asgi:application"],
+            cwd=ROOT,
+            env=child_environment(**env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    import http.client
+
+    def answers() -> bool:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+        try:
+            conn.request("GET", "/login/")
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    try:
+        wait_for(answers, timeout_s=30, what="daphne", proc=proc, log=log)
+    except BaseException:
+        stop_process(proc)
+        raise
+    return proc, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def stack(release_world, settings, tmp_path):  # noqa: F811
+    """release_world's cluster and users, plus a worker and a server on one queue."""
+    env = {
+        "SWITCHYARD_STORAGE_ROOT": str(settings.SWITCHYARD_STORAGE_ROOT),
+        "SWITCHYARD_DEPLOY_DRAIN_S": "0.2",
+        "SWITCHYARD_SMOKE_CLUSTER": "canary",  # smoke tests on its nodes (no staging here)
+    }
+    os.environ.update(env)  # the worker inherits them too
+    worker = start_celery_worker(tmp_path / "worker.log")
+    try:
+        proc, url = _start_daphne(tmp_path / "daphne.log", {**env, "CELERY_QUEUE": worker.queue})
+        try:
+            yield {**release_world, "url": url, "tmp": tmp_path}
+        finally:
+            stop_process(proc)
+    finally:
+        worker.stop()
+        for key in env:
+            os.environ.pop(key, None)
+
+
+def switchyard(world, *args: str, user: str = "rita", token: str | None = None):
+    """Run the CLI as a CI job would; answer (exit code, stdout, stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHYARD_", "DJANGO_"))}
+    env.update(SWITCHYARD_URL=world["url"], SWITCHYARD_CONFIG=str(world["tmp"] / f"{user}.toml"))
+    if token:
+        env["SWITCHYARD_TOKEN"] = token
+    done = subprocess.run(
+        [sys.executable, "-m", "switchyard_cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def login(world, user: str) -> None:
+    code, out, err = switchyard(
+        world, "login", "--username", user, "--password", f"pw-{user}", user=user
+    )
+    assert code == 0, (out, err)
+    assert oct((world["tmp"] / f"{user}.toml").stat().st_mode & 0o777) == "0o600"
+
+
+def register(world, folder: int, label: str, *extra: str) -> dict:
+    code, out, err = switchyard(
+        world,
+        *["model", "register", RISK_SCORE, "--model", "risk_score", "--label", label],
+        *["--folder", str(folder), "--wait", "--timeout", "120", "-o", "json", *extra],
+        user="ada",
+    )
+    assert code == 0, (out, err)
+    return json.loads(out)
+
+
+def release(world, version: int, steps: str, analysis: dict):
+    return switchyard(
+        world,
+        *["release", "start", f"risk_score:{version}", "--cluster", "canary", "--steps", steps],
+        *["--interval", "2", "--analysis", json.dumps(analysis), "-o", "json"],
+    )
+
+
+def release_state(world, release_id: int, state: str, timeout_s: float = 60) -> None:
+    """Wait (through `release status -o json`) until the release is in `state`."""
+    deadline, seen = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        code, out, err = switchyard(world, "release", "status", str(release_id), "-o", "json")
+        assert code == 0, (out, err)
+        seen = json.loads(out)["state"]
+        if seen == state:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"release {release_id} is {seen}, not {state}")
+
+
+def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
+    world = stack
+    login(world, "ada")
+    login(world, "rita")
+    # Register (creating the model for its team), each version waited for until smoke passed.
+    v1 = register(world, 1, "build-1", "--team", "fraud")
+    assert (v1["version"], v1.get("status"), v1.get("cli_outcome")) == (
+        1,
+        "smoke_passed",
+        "succeeded",
+    ), v1
+    code, out, err = switchyard(world, "version", "wait", "risk_score:1", "-o", "json")
+    assert code == 0 and json.loads(out)["status"] == "smoke_passed", (out, err)
+    assert register(world, 2, "build-2")["version"] == 2
+    assert register(world, 3, "build-3")["version"] == 3
+    code, out, err = switchyard(world, "deploy", "risk_score:1", "--cluster", "canary", "--wait")
+    assert code == 0 and "succeeded" in out, (out, err)
+    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    staging = cluster_create(actor=world["rita"], name="stage", environment="staging")
+    node = world["nodes"][0]
+    node_create(
+        cluster=staging,
+        actor=world["rita"],
+        name="s1",
+        http_url=node.http_url,
+        grpc_url=node.grpc_url,
+        metrics_url=node.metrics_url,
+    )
+    code, out, err = switchyard(
+        world,
+        *["benchmark", "run", "risk_score:1", "--cluster", "stage", "--concurrency", "1,2"],
+        *["--duration", "1", "--wait", "--timeout", "120", "-o", "json"],
+        user="ada",
+    )
+    bench = json.loads(out)
+    assert bench.get("status") == "succeeded" and len(bench["levels"]) == 2, (out, err)
+    assert code == (0 if bench["verdict"].get("passed") is not False else 1)
+
+    beat = Beat()
+    beat.start()
+    try:
+        with Traffic(world["port"], "risk_score"):
+            time.sleep(1.0)
+            good = {"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 5}
+            code, out, err = release(world, 2, "20,50,100", good)
+            assert code == 0, (out, err)
+            release_id = json.loads(out)["id"]
+            # A wait that runs out is exit 3; waiting long enough sees it promoted (exit 0).
+            code, out, _ = switchyard(
+                world, "release", "status", str(release_id), "--wait", "--timeout", "1"
+            )
+            assert code == 3 and "timed out" in out, out
+            # A human pauses and resumes it from the command line.
+            release_state(world, release_id, "PROGRESSING")
+            assert switchyard(world, "release", "pause", str(release_id))[0] == 0
+            release_state(world, release_id, "PAUSED")
+            assert switchyard(world, "release", "resume", str(release_id))[0] == 0
+            code, out, err = switchyard(
+                world, "release", "status", str(release_id), "--wait", "--timeout", "150"
+            )
+            assert code == 0 and "SUCCEEDED".lower() in out.lower(), (out, err)
+            assert _loaded(world, "risk_score") == [{"2"}, {"2"}]
+
+            faulty = {"min_requests": 10, "max_failed_checks": 1}
+            code, out, err = release(world, 3, "25,50,100", faulty)
+            assert code == 0, (out, err)
+            release_id = json.loads(out)["id"]
+            code, out, err = switchyard(
+                world, "release", "status", str(release_id), "--wait", "-o", "json"
+            )
+            assert code == 1, (out, err)
+            answer = json.loads(out)
+            assert (answer["state"], answer["cli_outcome"]) == ("ROLLED_BACK", "rolled_back")
+            # An action that does not fit the state: the API's 409, exit 2.
+            code, out, err = switchyard(world, "release", "promote", str(release_id))
+            assert code == 2 and "HTTP 409" in err, (out, err)
+    finally:
+        beat.stop.set()
+        beat.join(15)
+    assert _loaded(world, "risk_score") == [{"2"}, {"2"}]
+    _unload(world, Model.objects.get(name="risk_score"))
+
+
+def test_bad_token_and_unknown_resources_exit_2(stack):
+    world = stack
+    code, out, err = switchyard(world, "release", "status", "1", "-o", "json", token="nope")
+    assert code == 2 and err.startswith("switchyard: HTTP 401"), (out, err)
+    assert json.loads(out)["http_status"] == 401
+    login(world, "rita")
+    code, out, err = switchyard(world, "deploy", "nope:1", "--cluster", "canary", "--wait")
+    assert code == 2 and "HTTP 4" in err, (out, err)
+    code, out, err = switchyard(
+        world, "cost", "report", "--group-by", "team", "--format", "csv", user="rita"
+    )
+    assert code == 0 and out.strip() == "", (out, err)  # no usage recorded: no rows
+    code, out, err = switchyard(world, "cost", "report", "--group-by", "team", "-o", "json")
+    assert code == 0 and json.loads(out)["rows"] == [], (out, err)
+    code, out, err = switchyard(world, "login", "--username", "rita", "--password", "wrong")
+    assert code == 2 and "HTTP 40" in err, (out, err)
+
+
+def docs_ci_script(tmp_path) -> tuple[str, dict]:
+    """The CI example of docs/CLI.md as a file, and a PATH whose `switchyard` is this CLI."""
+    text = (ROOT / "docs" / "CLI.md").read_text()
+    script = tmp_path / "ci.sh"
+    script.write_text(re.search(r"```bash\n(.*?)```", text, re.S).group(1))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "switchyard"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m switchyard_cli "$@"\n')
+    shim.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    return str(script), {"PATH": path, "PYTHONPATH": str(ROOT)}
+
+
+def run_ci_script(world, script: str, env: dict, **inputs: str):
+    env = {**env, "SWITCHYARD_URL": world["url"], "MODEL": "risk_score", "TEAM": "fraud"}
+    env.update(CLUSTER="canary", MODEL_DIR=RISK_SCORE, HOME=str(world["tmp"]), **inputs)
+    env["SWITCHYARD_TOKEN"] = tomllib.loads((world["tmp"] / "ci.toml").read_text())["token"]
+    work = world["tmp"] / inputs["BUILD"]
+    work.mkdir()
+    return subprocess.run(
+        ["bash", script], cwd=work, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_docs_ci_example_promotes_a_good_build_and_fails_on_the_faulty_one(stack, make_user):
+    world = stack
+    ci = make_user("ci", role="algorithm")
+    ci.groups.add(Group.objects.get(name="release-managers"))
+    admin = make_user("admin", superuser=True)
+    team_member_add(team=Team.objects.get(name="fraud"), username="ci", actor=admin)
+    login(world, "ci")
+    login(world, "ada")
+    login(world, "rita")
+    register(world, 1, "build-1", "--team", "fraud")
+    code, out, err = switchyard(world, "deploy", "risk_score:1", "--cluster", "canary", "--wait")
+    assert code == 0, (out, err)
+    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    script, env = docs_ci_script(world["tmp"])
+    beat = Beat()
+    beat.start()
+    try:
+        with Traffic(world["port"], "risk_score"):
+            time.sleep(1.0)
+            good = '--interval 2 --analysis {"min_requests":10,"latency_tolerance":5}'
+            done = run_ci_script(
+                world,
+                script,
+                env,
+                BUILD="b2",
+                REGISTER_ARGS="--folder 2",
+                STEPS="20,50,100",
+                RELEASE_ARGS=good,
+            )
+            assert done.returncode == 0, (done.stdout, done.stderr)
+            assert "risk_score:2 promoted" in done.stdout
+            faulty = '--interval 2 --analysis {"min_requests":10,"max_failed_checks":1}'
+            done = run_ci_script(
+                world,
+                script,
+                env,
+                BUILD="b3",
+                REGISTER_ARGS="--folder 3",
+                STEPS="25,50,100",
+                RELEASE_ARGS=faulty,
+            )
+            assert done.returncode == 1, (done.stdout, done.stderr)
+            assert "risk_score:3 rolled back" in done.stdout
+    finally:
+        beat.stop.set()
+        beat.join(15)
+    assert _loaded(world, "risk_score") == [{"2"}, {"2"}]
+    _unload(world, Model.objects.get(name="risk_score"))
+
+
+def switchyard_on_a_terminal(world, *args: str, user: str) -> tuple[int, str, str]:
+    """Run the CLI with stderr on a pseudo-terminal; answer (code, stdout, terminal text)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHYARD_", "DJANGO_"))}
+    env.update(SWITCHYARD_URL=world["url"], SWITCHYARD_CONFIG=str(world["tmp"] / f"{user}.toml"))
+    env.update(TERM="xterm-256color", COLUMNS="120")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "switchyard_cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        text=True,
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    out = proc.stdout.read()
+    return proc.wait(timeout=60), out, b"".join(chunks).decode(errors="replace")
+
+
+def test_upload_shows_a_progress_bar_on_a_terminal_only(stack):
+    world = stack
+    login(world, "ada")
+    register_args = ["model", "register", RISK_SCORE, "--model", "risk_score", "--folder", "1"]
+    code, out, terminal = switchyard_on_a_terminal(
+        world, *register_args, "--label", "b1", "--team", "fraud", user="ada"
+    )
+    assert code == 0 and "uploading" in terminal and "version risk_score:1" in out, (
+        out,
+        terminal,
+    )
+    code, out, err = switchyard(world, *register_args, "--label", "b2", user="ada")
+    # Without a terminal nothing but the answer: no bar, no escape sequences. (Same digest:
+    # the server may refuse it with 409 naming version 1, or register it as version 2.)
+    assert "uploading" not in err and "\x1b[" not in out + err, (out, err)
+    assert (code, out.strip()) in {(0, "version risk_score:2: registered"), (2, "")}, (out, err)
