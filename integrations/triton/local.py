@@ -146,6 +146,50 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+SHM_PREFIX = "/dev/shm/triton_python_backend_shm_region_"  # noqa: S108 - Triton's own names
+
+
+def _shm_regions_of_group(pgid: int) -> set[str]:
+    """The python backend's shared-memory files that processes of group `pgid` map now."""
+    found: set[str] = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if os.getpgid(int(proc.name)) != pgid:
+                continue
+            maps = (proc / "maps").read_text()
+        except (OSError, ValueError):
+            continue
+        found.update(
+            line.split()[-1] for line in maps.splitlines() if SHM_PREFIX in line.split()[-1]
+        )
+    return found
+
+
+def _wait_group_gone(pgid: int, timeout_s: float = 5.0) -> None:
+    """Wait until no process of group `pgid` is left (stubs die just after the server)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.05)
+
+
+def _remove_unmapped(regions: set[str]) -> None:
+    """Unlink the regions a stopped node left in /dev/shm (a killed server or stub never
+    does); one that a live process still maps is kept."""
+    if not regions:
+        return
+    still_mapped = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            still_mapped.update(r for r in regions if r in (proc / "maps").read_text())
+    for region in regions - still_mapped:
+        with contextlib.suppress(OSError):
+            os.unlink(region)
+
+
 def _die_with_parent() -> None:
     """In the child: start a new session and get SIGTERM if the launcher dies (Linux)."""
     os.setsid()
@@ -211,6 +255,7 @@ class LocalNode:
         proc = self.process
         if proc is None:
             return
+        regions = _shm_regions_of_group(proc.pid)
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -223,6 +268,8 @@ class LocalNode:
         # Python stubs are in the same group; make sure none outlive the server.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+        _wait_group_gone(proc.pid)
+        _remove_unmapped(regions)
         self.process = None
 
 
@@ -243,9 +290,12 @@ class LocalCluster:
     def kill(self, node: LocalNode) -> None:
         """SIGKILL a node and its python stubs, as a crash would (for fault tests)."""
         if node.process is not None:
+            regions = _shm_regions_of_group(node.process.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(node.process.pid, signal.SIGKILL)
             node.process.wait(timeout=10)
+            _wait_group_gone(node.process.pid)
+            _remove_unmapped(regions)
             node.process = None
 
     def restart(self, node: LocalNode, start_timeout_s: float = 60.0) -> None:

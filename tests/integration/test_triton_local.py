@@ -2,12 +2,14 @@
 
 import os
 import socket
+from pathlib import Path
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
+from integrations.triton import local as local_module
 from integrations.triton.local import TritonLaunchError, start_cluster
 from tests.exampledata import EXAMPLES, example_config_json, example_files
 
@@ -155,3 +157,20 @@ def test_stop_leaves_no_processes(tmp_path):
     cluster.stop()
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)  # neither the server nor a python stub is left
+
+
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_a_stopped_or_killed_node_leaves_no_shared_memory_behind(tmp_path, how):
+    """A python model's stub shares memory with the server through /dev/shm files; a killed
+    server (fault tests) or a stub ended by its group's signal never unlinks them."""
+    cluster = start_cluster(1, tmp_path)
+    node = cluster.nodes[0]
+    try:
+        _load(node, "risk_score", name=f"risk_score_shm_{how}", version=1)
+        regions = local_module._shm_regions_of_group(node.process.pid)
+        assert regions, "the loaded python model maps no shared memory"
+        if how == "kill":
+            cluster.kill(node)
+    finally:
+        cluster.stop()
+    assert not [r for r in regions if Path(r).exists()]
