@@ -109,25 +109,7 @@ def release_create(
         sticky=sticky_header,
     )
     model = candidate.model
-    _refuse_if_active(cluster, model)  # first: while one runs, the serving set is in flux
-    current = serving_versions(cluster=cluster, model=model)
-    if len(current) != 1:
-        raise ReleaseError(
-            f"{model.name} must serve exactly one version on {cluster.name} "
-            f"to release against (it serves {len(current)}); deploy one first.",
-            field="candidate_version",
-        )
-    baseline = current[0]
-    if baseline.pk == candidate.pk:
-        raise ReleaseError(
-            f"v{candidate.version} already serves on {cluster.name}.", field="candidate_version"
-        )
-    if strategy == "canary" and router_driver_name(cluster) == "none":
-        raise ReleaseError(
-            f"Cluster {cluster.name} has no router: a weighted canary needs one; "
-            "use strategy blue_green.",
-            field="strategy",
-        )
+    baseline = _baseline_for(cluster, candidate, strategy=strategy)
     required = cluster.require_benchmark if require_benchmark is None else require_benchmark
     try:
         benchmark_gate_check(version=candidate, required=required)
@@ -151,6 +133,14 @@ def release_create(
         release.spec()
     except (ValueError, TypeError) as exc:
         raise ReleaseError(str(exc), field="steps") from None
+    _record(release, actor=actor, dry_run=dry_run)
+    return release
+
+
+def _record(release: Release, *, actor, dry_run: bool) -> None:
+    """Under the model's lock: record its SLA on the release, check again that nothing else
+    owns the model's serving state, and start the release unless this is a dry run."""
+    cluster, model = release.cluster, release.model
     with transaction.atomic():
         # Locked like model_update and alias_set do: the SLA recorded here is the one in force.
         release.sla = Model.objects.select_for_update().get(pk=model.pk).sla
@@ -159,28 +149,57 @@ def release_create(
             refuse_if_busy(cluster, model)
         except DeploymentError as exc:
             raise ReleaseError(exc.message, status=409) from None
-        if dry_run:
-            return release
-        state = State.start(time.time())
-        for key, value in release.state_fields(state).items():
-            setattr(release, key, value)
-        release.save()
-        serving_owner_set(cluster=cluster, model=model, owner=f"release:{release.pk}")
-        ReleaseEvent.objects.create(
-            release=release,
-            kind="phase",
-            phase=release.phase,
-            actor=actor.get_username() if actor else "",
-            message=f"{actor.get_username() if actor else 'system'} started {release}",
+        if not dry_run:
+            _start(release, actor=actor)
+
+
+def _baseline_for(cluster, candidate, *, strategy: str):
+    """The one version `candidate`'s model serves on `cluster`, checked to be releasable."""
+    model = candidate.model
+    _refuse_if_active(cluster, model)  # first: while one runs, the serving set is in flux
+    current = serving_versions(cluster=cluster, model=model)
+    if len(current) != 1:
+        raise ReleaseError(
+            f"{model.name} must serve exactly one version on {cluster.name} "
+            f"to release against (it serves {len(current)}); deploy one first.",
+            field="candidate_version",
         )
-        audit_record(
-            actor=actor,
-            action="release.created",
-            obj=release,
-            details={"steps": spec_steps, "strategy": strategy},
+    if current[0].pk == candidate.pk:
+        raise ReleaseError(
+            f"v{candidate.version} already serves on {cluster.name}.", field="candidate_version"
         )
-        transaction.on_commit(lambda: events.queue_tick(release.pk))
-    return release
+    if strategy == "canary" and router_driver_name(cluster) == "none":
+        raise ReleaseError(
+            f"Cluster {cluster.name} has no router: a weighted canary needs one; "
+            "use strategy blue_green.",
+            field="strategy",
+        )
+    return current[0]
+
+
+def _start(release: Release, *, actor) -> None:
+    """Inside the caller's transaction: save the release in its first phase, take the serving
+    state, record the event and audit row, and queue the first tick after commit."""
+    state = State.start(time.time())
+    for key, value in release.state_fields(state).items():
+        setattr(release, key, value)
+    release.save()
+    serving_owner_set(cluster=release.cluster, model=release.model, owner=f"release:{release.pk}")
+    who = actor.get_username() if actor else ""
+    ReleaseEvent.objects.create(
+        release=release,
+        kind="phase",
+        phase=release.phase,
+        actor=who,
+        message=f"{who or 'system'} started {release}",
+    )
+    audit_record(
+        actor=actor,
+        action="release.created",
+        obj=release,
+        details={"steps": release.steps, "strategy": release.strategy},
+    )
+    transaction.on_commit(lambda: events.queue_tick(release.pk))
 
 
 def release_action(*, release: Release, action: str, actor, reason: str = "") -> Release:
