@@ -131,7 +131,7 @@ def _ticks(release_id: int, phases: set[str], done: threading.Event, last: list)
     phase from what the tick returns: polling the row would add queries of its own)."""
     from django.db import connection
 
-    from releases.services import release_tick
+    from releases.tick import release_tick
 
     os.nice(TICK_NICE)  # this thread (and the node probes it starts) only, as in `make demo`
     try:

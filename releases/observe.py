@@ -1,11 +1,8 @@
 """What a tick observes: candidate readiness, per-version traffic from every node's metrics
 and from the router's access log, and in-flight work. Reads only; no database writes.
 
-Counters are summed over nodes. The analysis interval's starting counters are kept on the
-release (`interval`). Each node's deltas follow the one restart rule
-(integrations.triton.metrics.counter_deltas): a node whose counters went down since the
-start (Triton or the model restarted), or whose series was not in the start reading, adds
-nothing to the interval, and `restarts_rebased` moves that node's start to its new reading.
+Counters are summed over nodes; the interval they are counted over, and the restart rule
+applied to each node's deltas, are releases/interval.py's (pure).
 """
 
 import time
@@ -15,16 +12,15 @@ from pathlib import Path
 
 from django.conf import settings
 
-from deployments import push
 from deployments.validation import node_urls_check
+from integrations.concurrency import fan_out
 from integrations.routers.access_log import AccessLogTail, parse_routed, percentile
 from integrations.triton.errors import TritonError
-from integrations.triton.metrics import counter_deltas, parse_metrics
+from integrations.triton.metrics import parse_metrics
 from integrations.triton.probe import probe_model
+from releases import interval
 from releases.analysis import Metrics
 from releases.routing import access_log_path
-
-COUNTERS = ("success", "failure", "request_us", "queue_us")
 
 
 @dataclass
@@ -73,18 +69,20 @@ def node_view(node, model: str, candidate: int) -> NodeView:
 
 def nodes_view(cluster, model: str, candidate: int) -> dict[str, NodeView]:
     nodes = list(cluster.nodes.all())
-    views = push.fan_out(nodes, lambda n: node_view(n, model, candidate))
+    views = fan_out(nodes, lambda n: node_view(n, model, candidate))
     return {n.name: views[n.pk] for n in nodes}
 
 
+def live_counters(views: dict[str, NodeView]) -> dict[str, dict[str, dict[str, float]]]:
+    """{node: {version: counters}} of the nodes that answered."""
+    return {name: v.counters for name, v in views.items() if v.live}
+
+
 def counters_now(views: dict[str, NodeView], log: Path | None = None) -> dict:
-    """{"at", "nodes": {node: {version: counters}}, "log_offset"} to start an interval from."""
+    """The reading an interval starts from (releases.interval.reading): now, the router
+    log's size and the live nodes' counters."""
     offset = log.stat().st_size if log is not None and log.exists() else 0
-    return {
-        "at": time.time(),
-        "log_offset": offset,
-        "nodes": {name: v.counters for name, v in views.items() if v.live},
-    }
+    return interval.reading(at=time.time(), log_offset=offset, nodes=live_counters(views))
 
 
 class RouterInterval:
@@ -139,51 +137,23 @@ def _router_interval(log: Path | None, start: dict, model: str) -> RouterInterva
     if log is None or not log.exists() or not start.get("at"):
         return None
     key = (str(log), int(start.get("log_offset", 0)), float(start["at"]), model)
-    interval = _INTERVALS.pop(key, None) or RouterInterval(log, key[1], key[2], model)
-    _INTERVALS[key] = interval.read()
+    seen = _INTERVALS.pop(key, None) or RouterInterval(log, key[1], key[2], model)
+    _INTERVALS[key] = seen.read()
     while len(_INTERVALS) > _INTERVALS_KEPT:
         _INTERVALS.popitem(last=False)
-    return interval
-
-
-def _start_reading(start: dict, node: str, version: str) -> dict[str, float] | None:
-    return start.get("nodes", {}).get(node, {}).get(version)
-
-
-def _delta(before: dict, after: dict, version: str) -> dict[str, float]:
-    """Counters of `version` summed over the nodes whose deltas the restart rule allows."""
-    total = dict.fromkeys(COUNTERS, 0.0)
-    for node, versions in after.get("nodes", {}).items():
-        now = versions.get(version)
-        deltas = None if now is None else counter_deltas(_start_reading(before, node, version), now)
-        for key in COUNTERS:
-            total[key] += (deltas or {}).get(key, 0.0)
-    return total
-
-
-def restarts_rebased(start: dict, views: dict[str, NodeView]) -> dict:
-    """`start` with each (node, version) the restart rule dropped moved to its new reading,
-    so the rest of the interval counts from there; the same dict when nothing was dropped."""
-    nodes = {name: dict(versions) for name, versions in start.get("nodes", {}).items()}
-    moved = False
-    for name, view in views.items():
-        for version, now in view.counters.items() if view.live else ():
-            if counter_deltas(_start_reading(start, name, version), now) is None:
-                nodes.setdefault(name, {})[version] = now
-                moved = True
-    return {**start, "nodes": nodes} if moved else start
+    return seen
 
 
 def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[str, Metrics]:
     """Baseline and candidate traffic since `start`, from Triton and from the router."""
-    now = counters_now(views)
+    nodes = live_counters(views)
     router = _router_interval(access_log_path(release.cluster), start, release.model.name)
     out: dict = {"latencies": {}}
     for role, version in (
         ("baseline", release.baseline.version),
         ("candidate", release.candidate.version),
     ):
-        d = _delta(start, now, str(version))
+        d = interval.delta(start, nodes, str(version))
         requests = int(d["success"] + d["failure"])
         p99s = [v.p99_ms[str(version)] for v in views.values() if str(version) in v.p99_ms]
         seen = router is not None and version in router.requests

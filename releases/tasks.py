@@ -8,8 +8,8 @@ from deployments.models import TritonCluster
 from integrations.routers import RouterError
 from releases.models import Release
 from releases.routing import router_sync
-from releases.services import release_tick
 from releases.state_machine import TERMINAL
+from releases.tick import release_tick
 
 log = logging.getLogger(__name__)
 

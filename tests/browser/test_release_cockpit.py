@@ -8,7 +8,8 @@ import time
 import pytest
 from django.db import connection
 
-from releases.services import release_create, release_tick
+from releases.services import release_create
+from releases.tick import release_tick
 from tests.releases.test_release_flow import (
     Traffic,
     _model_with_baseline,

@@ -22,8 +22,8 @@ from models_registry.models import Model, Team
 from models_registry.services import team_member_add
 from releases import routing
 from releases.models import Release
-from releases.services import release_tick
 from releases.state_machine import TERMINAL
+from releases.tick import release_tick
 from tests.conftest import ROOT, child_environment, start_celery_worker, stop_process, wait_for
 from tests.exampledata import EXAMPLES
 from tests.releases.test_release_flow import (

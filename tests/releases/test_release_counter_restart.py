@@ -14,7 +14,8 @@ from integrations.triton.local import start_cluster
 from releases import observe
 from releases.models import Release
 from releases.routing import access_log_path
-from releases.services import release_create, release_tick
+from releases.services import release_create
+from releases.tick import release_tick
 from tests.releases.test_release_flow import (
     Traffic,
     _model_with_baseline,

@@ -17,7 +17,8 @@ from integrations.triton.local import free_ports
 from models_registry.services import model_create, team_create
 from releases import routing
 from releases.models import Release
-from releases.services import release_action, release_create, release_tick
+from releases.services import release_action, release_create
+from releases.tick import release_tick
 from tests.registry.archives import register_risk_score_as
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]

@@ -11,7 +11,8 @@ from integrations.triton.metrics import (
     counter_deltas,
     series_deltas,
 )
-from releases.observe import NodeView, _delta, restarts_rebased
+from releases import interval
+from releases.observe import NodeView, live_counters
 from telemetry.rollups import series_delta
 
 CASES = [
@@ -98,7 +99,7 @@ def test_release_observation_drops_a_restarted_node_instead_of_counting_from_zer
     start = _start({"a": {"1": _reading(100, 1)}, "b": {"1": _reading(500, 0)}})
     # node a served 20 more; node b restarted and reads 7 successes, 3 failures since.
     now = _start({"a": {"1": _reading(120, 1)}, "b": {"1": _reading(7, 3)}})
-    assert _delta(start, now, "1") == {
+    assert interval.delta(start, now["nodes"], "1") == {
         "success": 20.0,
         "failure": 0.0,
         "request_us": 20000.0,
@@ -109,8 +110,8 @@ def test_release_observation_drops_a_restarted_node_instead_of_counting_from_zer
 def test_release_observation_drops_a_node_missing_from_the_start_reading():
     start = _start({"a": {"1": _reading(100)}})
     now = _start({"a": {"1": _reading(110)}, "b": {"1": _reading(9000, 900)}})
-    assert _delta(start, now, "1")["success"] == 10.0
-    assert _delta(start, now, "1")["failure"] == 0.0
+    assert interval.delta(start, now["nodes"], "1")["success"] == 10.0
+    assert interval.delta(start, now["nodes"], "1")["failure"] == 0.0
 
 
 def test_after_a_restart_the_interval_counts_the_node_from_its_new_reading():
@@ -120,20 +121,23 @@ def test_after_a_restart_the_interval_counts_the_node_from_its_new_reading():
         "b": NodeView(True, counters={"1": _reading(7, 3)}),
         "c": NodeView(False),
     }
-    rebased = restarts_rebased(start, views)
+    rebased = interval.rebased(start, live_counters(views))
     assert rebased["nodes"]["a"] == start["nodes"]["a"]
     assert rebased["nodes"]["b"] == {"1": _reading(7, 3)}
     assert rebased["at"] == start["at"]
     # b climbs past its old start (600 > 500): only what it did since the restart counts.
     later = _start({"a": {"1": _reading(130)}, "b": {"1": _reading(600, 4)}})
-    assert _delta(rebased, later, "1")["success"] == 30.0 + 593.0
-    assert _delta(rebased, later, "1")["failure"] == 1.0
+    assert interval.delta(rebased, later["nodes"], "1")["success"] == 30.0 + 593.0
+    assert interval.delta(rebased, later["nodes"], "1")["failure"] == 1.0
     assert start["nodes"]["b"] == {"1": _reading(500)}  # the stored start is not mutated
 
 
 def test_nothing_dropped_leaves_the_start_as_it_was():
     start = _start({"a": {"1": _reading(100)}})
-    assert restarts_rebased(start, {"a": NodeView(True, counters={"1": _reading(101)})}) is start
+    assert (
+        interval.rebased(start, live_counters({"a": NodeView(True, counters={"1": _reading(101)})}))
+        is start
+    )
 
 
 def test_gpu_energy_counter_follows_the_same_rule():

@@ -7,8 +7,8 @@ import pytest
 
 from releases.inputs import AnalysisSettings, ReleaseInputError, parse_analysis, parse_steps
 from releases.models import Release
-from releases.services import release_tick
 from releases.tasks import tick_active
+from releases.tick import release_tick
 from tests.validation.conftest import BODY
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,81 @@
+"""The analysis interval's bookkeeping, pure: no database, no network, no clock.
+
+A release judges its candidate over intervals. The one being watched is stored on the
+release (`Release.interval`) as {"marker": [step_index, weight], "start": reading}, where a
+reading is {"at": epoch seconds, "log_offset": the router log's size, "nodes": {node:
+{version: counters}}}. An interval belongs to one step at one weight (its marker): when the
+step or the weight moves, a new one opens. Each tick watches the open interval (the fast
+guard reads it); once it has lasted the analysis interval while PROGRESSING it is judged and
+the next one opens.
+
+Counter deltas follow the one restart rule (`integrations.triton.metrics.counter_deltas`):
+a node whose counters went down since the start (Triton or the model restarted), or whose
+series was not in the start reading, adds nothing, and `rebased` moves that node's start to
+its new reading so the rest of the interval counts from there.
+"""
+
+from typing import Literal
+
+from integrations.triton.metrics import counter_deltas
+
+COUNTERS = ("success", "failure", "request_us", "queue_us")
+
+Step = Literal["open", "watch", "judge"]
+
+
+def marker(step_index: int, weight: float) -> list:
+    """What an interval belongs to: one step at one weight."""
+    return [step_index, weight]
+
+
+def reading(*, at: float, log_offset: int, nodes: dict[str, dict[str, dict]]) -> dict:
+    """Counters of the live nodes (node -> version -> counters) and where the log was."""
+    return {"at": at, "log_offset": log_offset, "nodes": nodes}
+
+
+def opened(mark: list, start: dict) -> dict:
+    """A new interval of `mark`, starting at the reading `start`."""
+    return {"marker": mark, "start": start}
+
+
+def next_step(
+    interval: dict | None, *, mark: list, now: float, seconds: float, judging: bool
+) -> Step:
+    """What this tick does with the stored interval: "open" a new one (none yet, or the step
+    or weight moved), "judge" it (it has lasted `seconds` and verdicts are due: `judging`),
+    or "watch" it (count it, guard on it, judge later)."""
+    interval = interval or {}
+    if interval.get("marker") != mark or not interval.get("start"):
+        return "open"
+    if judging and now - interval["start"]["at"] >= seconds:
+        return "judge"
+    return "watch"
+
+
+def _start_reading(start: dict, node: str, version: str) -> dict[str, float] | None:
+    return start.get("nodes", {}).get(node, {}).get(version)
+
+
+def delta(start: dict, nodes: dict[str, dict[str, dict]], version: str) -> dict[str, float]:
+    """Counters of `version` grown since `start`, summed over the nodes the restart rule
+    allows (`nodes`: the live nodes' counters now)."""
+    total = dict.fromkeys(COUNTERS, 0.0)
+    for node, versions in nodes.items():
+        now = versions.get(version)
+        deltas = None if now is None else counter_deltas(_start_reading(start, node, version), now)
+        for key in COUNTERS:
+            total[key] += (deltas or {}).get(key, 0.0)
+    return total
+
+
+def rebased(start: dict, nodes: dict[str, dict[str, dict]]) -> dict:
+    """`start` with each (node, version) the restart rule dropped moved to its reading in
+    `nodes`, so the rest of the interval counts from there; the same dict when none was."""
+    moved = {name: dict(versions) for name, versions in start.get("nodes", {}).items()}
+    changed = False
+    for name, versions in nodes.items():
+        for version, now in versions.items():
+            if counter_deltas(_start_reading(start, name, version), now) is None:
+                moved.setdefault(name, {})[version] = now
+                changed = True
+    return {**start, "nodes": moved} if changed else start

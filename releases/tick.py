@@ -1,0 +1,273 @@
+"""One release tick, read top to bottom: load → observe → judge → decide → apply → save.
+
+Level-triggered (STYLE.md): each tick takes the release's advisory lock, looks at the
+fleet as it is (outside any transaction), lets the pure state machine decide, re-applies the
+desired effects (router weights, serving set, alias), then saves the new state with a
+guarded update and appends its events in one transaction. A crashed worker loses nothing:
+the next tick observes and re-applies.
+
+The pure parts live apart and are tested without a database: which interval is open and
+when it is judged (`releases/interval.py`), the gates (`releases/analysis.py`), the policy
+(`releases/state_machine.py`).
+"""
+
+import copy
+import logging
+import time
+
+from django.db import transaction
+from django.utils import timezone
+
+from deployments import locks
+from deployments.services import serving_owner_set
+from releases import effects, events, interval, observe
+from releases.analysis import SLA, analyze, fast_guard, statistical_judge
+from releases.inputs import ReleaseInputError
+from releases.models import Release, ReleaseEvent
+from releases.routing import access_log_path
+from releases.state_machine import GUARDED, TERMINAL, Observation, Phase, decide
+
+log = logging.getLogger(__name__)
+
+
+def release_tick(*, release_id: int) -> Release | None:
+    """One tick; returns the release, or None when another tick holds it (or the release no
+    longer exists: a queued tick may outlive it)."""
+    with locks.advisory_lock(locks.RELEASE_TICK, release_id) as taken:
+        if not taken:
+            return None
+        release = _load(release_id)
+        if release is None or not _tickable(release):
+            return release
+        before = _snapshot(release)
+        now = time.time()
+        views = observe.nodes_view(release.cluster, release.model.name, release.candidate.version)
+        obs = Observation(now=now, **_observe(release, views), **_judge(release, views, now))
+        decision = decide(release.spec(), release.state(), obs)
+        applied = effects.apply_all(release, decision) if not decision.rejected else []
+        return _save(release, before, decision, obs, applied)
+
+
+# --- load ---------------------------------------------------------------------------------
+
+
+def _load(release_id: int) -> Release | None:
+    release = (
+        Release.objects.select_related("cluster", "model", "baseline__model", "candidate__model")
+        .filter(pk=release_id)
+        .first()
+    )
+    if release is None:
+        log.warning("release %s is gone: nothing to tick", release_id)
+    return release
+
+
+def _tickable(release: Release) -> bool:
+    """Active, with a stored spec that still parses (a junk one is logged, never ticked)."""
+    if not release.is_active:
+        return False
+    try:
+        release.spec()
+    except ReleaseInputError as exc:
+        log.error("release %s not ticked: its stored %s", release.pk, exc)
+        return False
+    return True
+
+
+def _snapshot(release: Release) -> dict:
+    """Every column as loaded, and what watchers see of it, to tell what the tick changed."""
+    columns = {f.attname: getattr(release, f.attname) for f in Release._meta.concrete_fields}
+    return copy.deepcopy({"columns": columns, "payload": events.release_payload(release)})
+
+
+# --- observe ------------------------------------------------------------------------------
+
+
+def _observe(release: Release, views: dict) -> dict:
+    """The fleet's facts the state machine reads, and a waiting human action."""
+    live = [v for v in views.values() if v.live]
+    fields = {
+        "candidate_ready": bool(live)
+        and len(live) == len(views)
+        and all(v.candidate_ready for v in live),
+        "load_failed": bool(release.load_error),
+        "load_error": release.load_error,
+        "router_applied_weight": release.router_weight,
+        "baseline_drained": observe.pending_requests(views, release.baseline.version) == 0,
+        "in_flight_done": observe.pending_requests(views, release.candidate.version) == 0,
+        "candidate_unloaded": bool(live) and not any(v.candidate_loaded for v in live),
+    }
+    if release.pending_action:
+        fields.update(
+            action=release.pending_action["action"],
+            actor=release.pending_action.get("actor", ""),
+            action_reason=release.pending_action.get("reason", ""),
+        )
+    return fields
+
+
+# --- judge --------------------------------------------------------------------------------
+
+
+def _judge(release: Release, views: dict, now: float) -> dict:
+    """Open, watch or judge the analysis interval (releases/interval.py says which); the fast
+    guard on a watched one, the gates' verdict on a judged one. Updates `release.interval`
+    and, with a verdict, `release.last_analysis`."""
+    phase = Phase(release.phase)
+    mark = interval.marker(release.step_index, release.candidate_weight)
+    step = interval.next_step(
+        release.interval,
+        mark=mark,
+        now=now,
+        seconds=release.analysis_interval_s,
+        judging=phase == Phase.PROGRESSING,
+    )
+    if step == "open":
+        release.interval = interval.opened(mark, _reading(release, views))
+        return {}
+    start = release.interval["start"]
+    metrics = observe.interval_metrics(release, views, start)
+    release.interval = {
+        **release.interval,
+        "start": interval.rebased(start, observe.live_counters(views)),
+    }
+    fields = _guard(release, metrics) if phase in GUARDED else {}
+    if step == "judge":
+        fields.update(_verdict(release, metrics, now, started=start["at"]))
+        release.interval = interval.opened(mark, _reading(release, views))
+    return fields
+
+
+def _reading(release: Release, views: dict) -> dict:
+    """The reading a new interval starts from: now, the live counters, the log's size."""
+    return observe.counters_now(views, access_log_path(release.cluster))
+
+
+def _sla(release: Release) -> SLA:
+    # Recorded at creation, so a loosened live SLA cannot pass the gates (a row made
+    # without release_create has none: the model's then).
+    sla = release.sla or release.model.sla
+    return SLA(
+        p99_latency_ms=sla["p99_latency_ms"],
+        min_success_rate=sla["min_success_rate"],
+        max_queue_ms=sla["max_queue_ms"],
+    )
+
+
+def _guard(release: Release, metrics: dict) -> dict:
+    knobs = release.analysis_settings()  # defaults and ranges: releases/inputs.py
+    guard = fast_guard(
+        metrics["candidate"],
+        _sla(release),
+        min_requests=knobs.fast_guard_min_requests,
+        error_rate_floor=knobs.fast_guard_error_floor,
+        z=knobs.fast_guard_z,
+    )
+    return {"fast_guard_tripped": guard.tripped, "fast_guard_reason": guard.reason}
+
+
+def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> dict:
+    """The gates' verdict on a finished interval, recorded in `release.last_analysis`."""
+    spec = release.spec()
+    verdict = analyze(
+        metrics["candidate"],
+        metrics["baseline"],
+        _sla(release),
+        min_requests=spec.min_requests,
+        latency_tolerance=spec.latency_tolerance,
+        latency_margin_ms=release.analysis_settings().latency_margin_ms,
+    )
+    release.last_analysis = events.analysis_payload(release, verdict, metrics, now, started=started)
+    release.last_analysis["judge"] = _p_values(metrics)
+    return {"verdict": verdict.result, "verdict_reason": verdict.reason, "verdict_at": now}
+
+
+def _p_values(metrics: dict) -> dict:
+    """The statistical judge's p-values for the record (the gates above decide)."""
+    cand, base = metrics["candidate"], metrics["baseline"]
+    (cand_n, cand_e), (base_n, base_e) = cand.worst_counts(), base.worst_counts()
+    judgement = statistical_judge(
+        metrics["latencies"]["candidate"],
+        metrics["latencies"]["baseline"],
+        cand_e,
+        cand_n,
+        base_e,
+        base_n,
+    )
+    return {"latency_p_value": judgement.latency_p_value, "error_p_value": judgement.error_p_value}
+
+
+# --- decide (releases/state_machine.py) and apply (releases/effects.py) are one call each --
+# --- save ---------------------------------------------------------------------------------
+
+
+def _changes(release: Release, before: dict, decision) -> dict:
+    """The columns this tick changed: the new state's, and those observing, judging and
+    applying set on the row (every column of the model is compared: no list to keep)."""
+    now = {f.attname: getattr(release, f.attname) for f in Release._meta.concrete_fields}
+    now.update(release.state_fields(decision.state))
+    return {name: value for name, value in now.items() if value != before["columns"][name]}
+
+
+def _save(
+    release: Release, before: dict, decision, obs: Observation, applied: list[ReleaseEvent]
+) -> Release:
+    """A guarded update (lost to a concurrent save: the next tick starts from theirs) with the
+    tick's events; watchers hear of it only when they can see a change."""
+    fields = _changes(release, before, decision)
+    quiet = not (applied or decision.events or obs.action is not None or obs.verdict is not None)
+    if quiet and not fields:
+        return release  # nothing to write and nobody to tell
+    fields.update(revision=release.revision + 1, updated_at=timezone.now())
+    if obs.action is not None:
+        fields["pending_action"] = None
+    finished = decision.state.phase in TERMINAL and release.phase not in {p.value for p in TERMINAL}
+    if finished:
+        fields["finished_at"] = timezone.now()
+    with transaction.atomic():
+        updated = Release.objects.filter(pk=release.pk, revision=release.revision).update(**fields)
+        if not updated:
+            return release  # someone else saved first; the next tick starts from theirs
+        rows = _event_rows(release, decision, obs) + applied
+        ReleaseEvent.objects.bulk_create(rows)
+        if finished:
+            serving_owner_set(cluster=release.cluster, model=release.model, owner="")
+        if rows or obs.action is not None or _seen_change(release, before, fields):
+            # Watchers refetch the cockpit on each message: only for what they can see.
+            transaction.on_commit(lambda: events.publish(release.pk))
+    for name, value in fields.items():  # the row as just written, without reading it back
+        setattr(release, name, value)
+    return release
+
+
+def _event_rows(release: Release, decision, obs: Observation) -> list[ReleaseEvent]:
+    """The verdict (first), then the state machine's events."""
+    rows = [
+        ReleaseEvent(
+            release=release,
+            kind=e.kind,
+            phase=decision.state.phase.value,
+            message=e.message,
+            data=e.data,
+            actor=obs.actor if e.kind in ("rejected", "phase") and obs.action else "",
+        )
+        for e in decision.events
+    ]
+    if obs.verdict is not None:
+        verdict = ReleaseEvent(
+            release=release,
+            kind="analysis",
+            data=release.last_analysis,
+            phase=release.phase,
+            message=f"{obs.verdict}: {obs.verdict_reason}",
+        )
+        rows.insert(0, verdict)
+    return rows
+
+
+def _seen_change(release: Release, before: dict, fields: dict) -> bool:
+    """True when the cockpit's payload (events.release_payload) differs after `fields`."""
+    after = copy.copy(release)
+    for name, value in fields.items():
+        setattr(after, name, value)
+    return events.release_payload(after) != before["payload"]

@@ -1,0 +1,64 @@
+"""The analysis interval's bookkeeping (releases/interval.py), without a database."""
+
+from releases import interval
+
+C = {"success": 10.0, "failure": 1.0, "request_us": 1000.0, "queue_us": 100.0}
+
+
+def _more(counters: dict, by: float) -> dict:
+    return {k: v + by for k, v in counters.items()}
+
+
+def _start(nodes: dict, at: float = 100.0) -> dict:
+    return interval.reading(at=at, log_offset=7, nodes=nodes)
+
+
+def test_an_interval_opens_when_none_is_stored_or_the_step_or_weight_moved():
+    mark = interval.marker(1, 25.0)
+    ask = {"mark": mark, "now": 1000.0, "seconds": 30.0, "judging": True}
+    assert interval.next_step(None, **ask) == "open"
+    assert interval.next_step({}, **ask) == "open"
+    assert interval.next_step({"marker": mark, "start": {}}, **ask) == "open"
+    moved = interval.opened(interval.marker(0, 5.0), _start({}))
+    assert interval.next_step(moved, **ask) == "open"
+    reweighted = interval.opened(interval.marker(1, 50.0), _start({}))
+    assert interval.next_step(reweighted, **ask) == "open"
+
+
+def test_an_open_interval_is_watched_until_it_lasted_the_analysis_interval_then_judged():
+    mark = interval.marker(1, 25.0)
+    stored = interval.opened(mark, _start({}, at=100.0))
+    ask = {"mark": mark, "seconds": 30.0, "judging": True}
+    assert interval.next_step(stored, now=129.9, **ask) == "watch"
+    assert interval.next_step(stored, now=130.0, **ask) == "judge"
+    # Outside PROGRESSING no verdict is due, however long the interval ran.
+    assert interval.next_step(stored, now=1e9, mark=mark, seconds=30.0, judging=False) == "watch"
+
+
+def test_the_opened_interval_carries_its_marker_and_its_start_reading():
+    start = _start({"n1": {"1": C}})
+    stored = interval.opened(interval.marker(2, 50.0), start)
+    assert stored == {"marker": [2, 50.0], "start": start}
+    assert start == {"at": 100.0, "log_offset": 7, "nodes": {"n1": {"1": C}}}
+
+
+def test_deltas_sum_the_nodes_and_drop_a_restarted_or_new_series():
+    start = _start({"a": {"1": C}, "b": {"1": C}})
+    now = {
+        "a": {"1": _more(C, 5.0)},  # grew by 5 each
+        "b": {"1": {k: v / 2 for k, v in C.items()}},  # went down: restarted, adds nothing
+        "c": {"1": _more(C, 50.0)},  # not in the start reading: adds nothing
+    }
+    assert interval.delta(start, now, "1") == {k: 5.0 for k in interval.COUNTERS}
+    assert interval.delta(start, now, "2") == dict.fromkeys(interval.COUNTERS, 0.0)
+
+
+def test_rebased_moves_only_the_dropped_nodes_to_their_new_reading():
+    start = _start({"a": {"1": C}, "b": {"1": C}})
+    restarted = {k: v / 2 for k, v in C.items()}
+    moved = interval.rebased(start, {"a": {"1": _more(C, 5.0)}, "b": {"1": restarted}})
+    assert moved["at"] == start["at"] and moved["log_offset"] == start["log_offset"]
+    assert moved["nodes"] == {"a": {"1": C}, "b": {"1": restarted}}
+    assert start["nodes"]["b"]["1"] == C  # the stored start is not changed in place
+    # Nothing dropped: the same reading comes back.
+    assert interval.rebased(start, {"a": {"1": _more(C, 1.0)}}) is start
