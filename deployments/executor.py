@@ -1,4 +1,5 @@
-"""Carrying out a deployment on every node of a cluster at once.
+"""Carrying out a deployment on every node of a cluster at once (the loads themselves are
+deployments/serving.py's, shared with reconcile and releases).
 
 Deploy: serving set := previous + target on all nodes (load, READY, warm-up of the target);
 if any node fails, nodes already changed go back to the previous set and the deployment
@@ -19,9 +20,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from deployments import push
-from deployments.models import Deployment, DeploymentNode, TritonCluster
+from deployments import push, serving
+from deployments.models import Deployment, DeploymentNode
 from deployments.services import deployment_finish, deployment_nodes_record, serving_state_set
+from integrations.concurrency import fan_out
 from models_registry.models import ModelVersion
 
 Status = DeploymentNode.Status
@@ -83,14 +85,6 @@ def _versions(deployment: Deployment, numbers: list[int]) -> list[ModelVersion]:
     )
 
 
-def _plan(cluster: TritonCluster, versions: list[ModelVersion], blobs: dict) -> push.LoadPlan:
-    upload = cluster.push_mode == TritonCluster.PushMode.UPLOAD
-    plan = push.build_plan(versions, upload=upload, blobs=blobs if upload else None)
-    if not upload:
-        push.materialize(cluster.repository_path, versions, plan)
-    return plan
-
-
 def _load_everywhere(
     deployment: Deployment, nodes: list, plan: push.LoadPlan, warm_version: int
 ) -> tuple[dict, list]:
@@ -106,9 +100,10 @@ def _load_everywhere(
             _record_outcomes(deployment, [node], {node.pk: outcome})
             written.add(node.pk)
 
-    outcomes = push.fan_out(
+    outcomes = serving.serving_load(
         nodes,
-        lambda node: push.apply_on_node(node, plan, warm_version=warm_version),
+        plan,
+        warm_version=warm_version,
         while_waiting=lambda: _mark_loading(deployment),
         on_result=record_unless_last,
     )
@@ -122,7 +117,7 @@ def _run_deploy(deployment: Deployment) -> Deployment:
     nodes = list(cluster.nodes.all())
     blobs: dict[str, bytes] = {}  # verified bytes by sha256, shared by this run's plans
     try:
-        plan = _plan(cluster, staged, blobs)
+        plan = serving.serving_plan(cluster, staged, blobs=blobs)
     except push.CorruptArtifact as exc:
         why = (
             "the cluster's repository folder is refused"
@@ -153,14 +148,13 @@ def _run_deploy(deployment: Deployment) -> Deployment:
 
 
 def _revert(deployment: Deployment, nodes: list, previous: list[ModelVersion], blobs: dict) -> None:
-    if not nodes:
-        return
-    if previous:
-        plan = _plan(deployment.cluster, previous, blobs)
-        outcomes = push.fan_out(nodes, lambda n: push.apply_on_node(n, plan, warm_version=None))
-    else:
-        model = deployment.model.name
-        outcomes = push.fan_out(nodes, lambda n: push.unload_on_node(n, model))
+    outcomes = serving.serving_set_revert(
+        cluster=deployment.cluster,
+        model=deployment.model.name,
+        nodes=nodes,
+        previous=previous,
+        blobs=blobs,
+    )
     deployment_nodes_record(
         deployment,
         {
@@ -176,8 +170,8 @@ def _retire_previous(
     deployment: Deployment, nodes: list, target: ModelVersion, blobs: dict
 ) -> Deployment:
     time.sleep(settings.SWITCHYARD_DEPLOY_DRAIN_S)
-    plan = _plan(deployment.cluster, [target], blobs)
-    outcomes = push.fan_out(nodes, lambda n: push.apply_on_node(n, plan, warm_version=None))
+    plan = serving.serving_plan(deployment.cluster, [target], blobs=blobs)
+    outcomes = serving.serving_load(nodes, plan, warm_version=None)
     failed, reasons = _failures(nodes, outcomes)
     if failed:
         return deployment_finish(
@@ -195,7 +189,7 @@ def _run_unload(deployment: Deployment) -> Deployment:
     with transaction.atomic():
         serving_state_set(cluster=deployment.cluster, model=deployment.model, versions=[])
     model = deployment.model.name
-    outcomes = push.fan_out(nodes, lambda node: push.unload_on_node(node, model))
+    outcomes = fan_out(nodes, lambda node: push.unload_on_node(node, model))
     failed, reasons = _failures(nodes, outcomes)
     with transaction.atomic():
         _record_outcomes(deployment, nodes, outcomes)

@@ -1,11 +1,20 @@
 """PostgreSQL advisory locks: one holder at a time for work that must not run twice at once
 (a reconcile pass per cluster, a release tick, a change of a cluster's router), held outside
-any transaction."""
+any transaction.
+
+Every advisory lock Switchyard takes is keyed (namespace, key); the namespaces are this
+table below, the one place a new one is added (two kinds of work sharing a number would
+block each other).
+"""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.db import connection
+
+RECONCILE = 7301  # one reconcile pass per cluster (key: cluster id)
+RELEASE_TICK = 7302  # one tick per release (key: release id)
+ROUTER_CHANGE = 7303  # one change of a cluster's router at a time (key: cluster id)
 
 
 @contextmanager

@@ -1,12 +1,12 @@
-"""What to load on a node for a serving set, and doing it on many nodes at once.
+"""What to load on a node for a serving set, and loading or unloading it on one node.
 
-No database writes here: services read rows, build a LoadPlan, call these functions outside
-any transaction, and record the outcomes. Facts relied on (docs/TRITON.md §api, §versions):
-one config per model (the highest served version's config applies to all),
-`version_policy: specific` chooses the versions, an identical config with identical files is
-a no-op (so re-applying is idempotent), a change of `version_policy` alone keeps the versions
-that stay (see push_id_for), load is synchronous, and a failed load leaves the previous copy
-serving.
+No database writes here: services read rows, build a LoadPlan (deployments/serving.py),
+call these functions outside any transaction, and record the outcomes. Facts relied on
+(docs/TRITON.md §api, §versions): one config per model (the highest served version's config
+applies to all), `version_policy: specific` chooses the versions, an identical config with
+identical files is a no-op (so re-applying is idempotent), a change of `version_policy`
+alone keeps the versions that stay (see push_id_for), load is synchronous, and a failed load
+leaves the previous copy serving.
 """
 
 import hashlib
@@ -15,11 +15,9 @@ import posixpath
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
 from django.conf import settings
 from google.protobuf import json_format, text_format
@@ -33,8 +31,6 @@ from integrations.triton.inputs import generate_inputs
 from integrations.triton.model_config import add_native_warmup, config_for_serving
 from models_registry.models import ModelVersion
 from models_registry.storage import CHUNK, blob_open, manifest_digest
-
-T = TypeVar("T")
 
 
 class CorruptArtifact(Exception):
@@ -289,36 +285,3 @@ def unload_on_node(node, model: str) -> NodeOutcome:
             return NodeOutcome(True, load_ms=(time.perf_counter() - start) * 1000)
     except TritonError as exc:
         return NodeOutcome(False, error=str(exc))
-
-
-def fan_out(
-    nodes: Sequence,
-    work: Callable[[Any], T],
-    *,
-    while_waiting: Callable[[], None] | None = None,
-    on_result: Callable[[Any, T], None] | None = None,
-) -> dict[int, T]:
-    """Run `work(node)` on every node at once; {node.pk: result}.
-
-    Both callbacks run in the calling thread, so that database writes need not delay the
-    nodes: `while_waiting()` once every node's work is submitted, then `on_result(node,
-    result)` for each node as soon as its result is in (first finished, first called).
-    """
-    if not nodes:
-        return {}
-    pool = ThreadPoolExecutor(max_workers=len(nodes))
-    try:
-        futures = {pool.submit(work, node): node for node in nodes}
-        if while_waiting is not None:
-            while_waiting()
-        results = {}
-        for future in as_completed(futures):
-            node = futures[future]
-            results[node.pk] = future.result()
-            if on_result is not None:
-                on_result(node, results[node.pk])
-    except BaseException:
-        pool.shutdown(wait=True)  # never leave work running behind a failed caller
-        raise
-    pool.shutdown(wait=False)  # every result is in: the idle threads exit on their own
-    return {node.pk: results[node.pk] for node in nodes}

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from deployments import push
-from deployments.locks import advisory_lock
+from deployments import locks, push
 from deployments.models import Deployment, DriftEvent, ServingState, TritonCluster, TritonNode
+from deployments.serving import serving_plan
+from integrations.concurrency import fan_out
 from integrations.triton.errors import TritonError
 
 
@@ -66,10 +67,7 @@ def _repair(client, cluster: TritonCluster, node, want: Desired, loaded: set[str
     if not want.versions:
         client.unload(want.model)
         return kind, detail
-    upload = cluster.push_mode == TritonCluster.PushMode.UPLOAD
-    plan = push.build_plan(want.versions, upload=upload)
-    if not upload:
-        push.materialize(cluster.repository_path, want.versions, plan)
+    plan = serving_plan(cluster, want.versions)
     outcome = push.apply_on_node(node, plan, warm_version=None)
     if not outcome.ok:
         return DriftEvent.Kind.REPAIR_FAILED, f"{detail} failed: {outcome.error}"
@@ -138,13 +136,10 @@ def _record(cluster: TritonCluster, node: TritonNode, report: NodeReport) -> lis
 
 def cluster_reconcile(*, cluster: TritonCluster) -> list[DriftEvent]:
     """One pass over every node at once; returns the drift events it recorded."""
-    with advisory_lock(LOCK_NAMESPACE, cluster.pk) as taken:
+    with locks.advisory_lock(locks.RECONCILE, cluster.pk) as taken:
         if not taken:
             return []  # another pass on this cluster is still running
         desired = _desired(cluster)
         nodes = list(cluster.nodes.all())
-        reports = push.fan_out(nodes, lambda node: _node_pass(cluster, node, desired))
+        reports = fan_out(nodes, lambda node: _node_pass(cluster, node, desired))
         return [event for node in nodes for event in _record(cluster, node, reports[node.pk])]
-
-
-LOCK_NAMESPACE = 7301  # advisory lock key space of reconcile

@@ -14,6 +14,7 @@ from deployments.models import (
     TritonCluster,
     TritonNode,
 )
+from integrations.concurrency import fan_out
 from integrations.triton.errors import TritonError
 from models_registry.models import Model
 
@@ -57,7 +58,7 @@ def cluster_status(*, cluster: TritonCluster) -> dict:
     """Per node: health, server version, what is loaded, and drift from the desired state."""
     desired = desired_state(cluster=cluster)
     nodes = list(cluster.nodes.all())
-    live = push.fan_out(nodes, _node_live_status)
+    live = fan_out(nodes, _node_live_status)
     out = []
     for node in nodes:
         status = live[node.pk]

@@ -7,8 +7,9 @@ list; it is recorded as an event and the next tick tries again.
 
 from django.db import transaction
 
-from deployments import push
+from deployments.push import CorruptArtifact
 from deployments.services import serving_state_set
+from deployments.serving import LoadFailed, serving_set_apply
 from integrations.routers import RouterError
 from models_registry.services import alias_set
 from releases.models import Release, ReleaseEvent
@@ -68,19 +69,17 @@ def set_weights(release: Release, weight: float | None) -> None:
 
 
 def load_serving(release: Release, which: str) -> None:
-    """Make exactly these versions loaded on every node (and the desired state say so)."""
+    """Make exactly these versions loaded on every node (and the desired state say so);
+    LoadFailed naming the nodes that did not load them."""
     versions = [getattr(release, role) for role in SERVING[which]]
     warm = release.candidate.version if "candidate" in SERVING[which] else None
     with transaction.atomic():
         serving_state_set(cluster=release.cluster, model=release.model, versions=versions)
-    plan = push.build_plan(versions, upload=release.cluster.push_mode == "upload")
-    if release.cluster.push_mode != "upload":
-        push.materialize(release.cluster.repository_path, versions, plan)
-    nodes = list(release.cluster.nodes.all())
-    outcomes = push.fan_out(nodes, lambda n: push.apply_on_node(n, plan, warm_version=warm))
-    failed = [f"{n.name}: {outcomes[n.pk].error}" for n in nodes if not outcomes[n.pk].ok]
-    if failed:
-        raise RuntimeError(f"loading {which} failed on {len(failed)} node(s): {'; '.join(failed)}")
+    try:
+        serving_set_apply(cluster=release.cluster, versions=versions, warm_version=warm)
+    except LoadFailed as exc:
+        count = len(exc.failures)
+        raise LoadFailed(exc.failures, what=f"loading {which} failed on {count} node(s)") from None
     release.applied_serving = which
 
 
@@ -119,9 +118,11 @@ def apply_all(release: Release, decision) -> list[ReleaseEvent]:
         if decision.state.phase in TERMINAL and release.router_weight is not None:
             set_weights(release, None)  # final serving set alone: the route is not needed
             done.append(_event(release, decision, "effect", "router: route removed"))
-    except (RouterError, RuntimeError, push.CorruptArtifact) as exc:
-        if decision.state.phase.value == "LOADING" and "loading" in str(exc):
-            release.load_error = str(exc)
+    except LoadFailed as exc:
+        if decision.state.phase.value == "LOADING":
+            release.load_error = str(exc)  # the candidate cannot load: the release fails
+        done.append(_event(release, decision, "effect_failed", str(exc)))
+    except (RouterError, CorruptArtifact) as exc:
         done.append(_event(release, decision, "effect_failed", str(exc)))
     return done
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from deployments.locks import advisory_lock
+from deployments import locks
 from deployments.models import TritonCluster, TritonNode
 from deployments.push import client_for
 from deployments.selectors import desired_state
@@ -18,7 +18,6 @@ from integrations.routers.settings import RouterSettingsError
 from integrations.triton.errors import TritonError
 
 _DRIVERS: dict[str, RouterDriver] = {}
-ROUTER_LOCK_NAMESPACE = 7303  # advisory lock key space of router changes, one per cluster
 
 
 @contextmanager
@@ -28,7 +27,7 @@ def router_changing(cluster: TritonCluster) -> Iterator[None]:
     Release ticks (one lock per release) and the node sync would otherwise overwrite each
     other's change with a state read just before it.
     """
-    with advisory_lock(ROUTER_LOCK_NAMESPACE, cluster.pk, wait=True):
+    with locks.advisory_lock(locks.ROUTER_CHANGE, cluster.pk, wait=True):
         yield
 
 

@@ -16,6 +16,7 @@ from deployments.services import (
     deployment_nodes_record,
     node_create,
 )
+from integrations.concurrency import fan_out
 from models_registry.services import model_create, team_create
 from models_registry.storage import blob_path
 from tests.registry.archives import register_risk_score_as
@@ -91,7 +92,7 @@ def test_fan_out_hands_over_each_result_as_it_arrives_and_returns_all_by_node():
         with lock:
             events.append(what)
 
-    results = push.fan_out(
+    results = fan_out(
         nodes,
         work,
         while_waiting=lambda: seen("waiting"),
