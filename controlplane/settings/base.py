@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "django_celery_beat",
     "django_htmx",
@@ -143,6 +144,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Switchyard API",
     "DESCRIPTION": "Control plane for fleets of NVIDIA Triton Inference Server",
     "VERSION": "1.1.0",  # CHANGELOG.md says what changed
+    # /api/docs/: Swagger UI from drf-spectacular-sidecar's static files, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 CHANNEL_LAYERS = {
