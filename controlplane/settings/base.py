@@ -142,8 +142,14 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Switchyard API",
+    # The description (controlplane/api_description.md) and each operation's note are added
+    # by controlplane.api_notes; docs/API.md is rendered from the result.
     "DESCRIPTION": "Control plane for fleets of NVIDIA Triton Inference Server",
     "VERSION": "1.1.0",  # CHANGELOG.md says what changed
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "controlplane.api_notes.add_operation_notes",
+    ],
     # /api/docs/: Swagger UI from drf-spectacular-sidecar's static files, never a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
