@@ -77,7 +77,7 @@ OPERATION_NOTES = {
     "POST /api/v1/releases/": "Start a gray release of a candidate version (canary steps or "
     "blue/green, analysis thresholds, manual gates, sticky header): 201 `{id, state}`. The "
     "release records the model's SLA it starts with; 409 naming the active release while one "
-    "runs for the model on that cluster. `\"dry_run\": true` runs every check and starts "
+    'runs for the model on that cluster. `"dry_run": true` runs every check and starts '
     "nothing (200 with the plan, or the refusal a real start would get).",
     "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events.",
     "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "
