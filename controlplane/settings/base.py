@@ -74,7 +74,7 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default=DEFAULT_DATABASE_URL)}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("SWITCHYARD_DATABASE_CONN_MAX_AGE", default=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default=DEFAULT_REDIS_URL)
@@ -83,7 +83,7 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-        "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="switchyard"),
+        "KEY_PREFIX": env.str("SWITCHYARD_CACHE_KEY_PREFIX", default="switchyard"),
     }
 }
 
@@ -161,14 +161,14 @@ CHANNEL_LAYERS = {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
             "hosts": [REDIS_URL],
-            "prefix": env.str("CHANNEL_LAYER_PREFIX", default="switchyard"),
+            "prefix": env.str("SWITCHYARD_CHANNEL_LAYER_PREFIX", default="switchyard"),
         },
     }
 }
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
-CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="switchyard")
+CELERY_TASK_DEFAULT_QUEUE = env.str("SWITCHYARD_CELERY_QUEUE", default="switchyard")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_EXPIRES = 3600
@@ -203,7 +203,7 @@ CELERY_BEAT_SCHEDULE["accounts-idempotency-keys-prune"] = {
 }
 
 # How long /healthz waits for a Celery worker to answer a ping.
-HEALTH_WORKER_PING_TIMEOUT_S = env.float("HEALTH_WORKER_PING_TIMEOUT_S", default=1.0)
+HEALTH_WORKER_PING_TIMEOUT_S = env.float("SWITCHYARD_HEALTH_WORKER_PING_TIMEOUT_S", default=1.0)
 
 SWITCHYARD_VAR_DIR = var_dir()
 
@@ -212,7 +212,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "root": {"handlers": ["console"], "level": env.str("SWITCHYARD_LOG_LEVEL", default="INFO")},
 }
 
 # Model registry: where version files live (content-addressed, immutable), upload limits,
@@ -250,10 +250,10 @@ SWITCHYARD_SMOKE_CLUSTER = env.str("SWITCHYARD_SMOKE_CLUSTER", default="")
 
 # Telemetry: the collector's scrape interval (the demo uses 1 s), its per-node scrape
 # timeout, how long per-minute rollups are kept, and how often it re-reads the node list.
-TELEMETRY_INTERVAL_S = env.float("TELEMETRY_INTERVAL_S", default=2.0)
-TELEMETRY_SCRAPE_TIMEOUT_S = env.float("TELEMETRY_SCRAPE_TIMEOUT_S", default=1.5)
-TELEMETRY_ROLLUP_RETENTION_DAYS = env.int("TELEMETRY_ROLLUP_RETENTION_DAYS", default=90)
-TELEMETRY_TARGETS_REFRESH_S = env.float("TELEMETRY_TARGETS_REFRESH_S", default=30.0)
+TELEMETRY_INTERVAL_S = env.float("SWITCHYARD_TELEMETRY_INTERVAL_S", default=2.0)
+TELEMETRY_SCRAPE_TIMEOUT_S = env.float("SWITCHYARD_TELEMETRY_SCRAPE_TIMEOUT_S", default=1.5)
+TELEMETRY_ROLLUP_RETENTION_DAYS = env.int("SWITCHYARD_TELEMETRY_ROLLUP_RETENTION_DAYS", default=90)
+TELEMETRY_TARGETS_REFRESH_S = env.float("SWITCHYARD_TELEMETRY_TARGETS_REFRESH_S", default=30.0)
 # Hourly: retention is in days, so an hour's lag in deleting is harmless and cheap.
 CELERY_BEAT_SCHEDULE["telemetry-rollups-cleanup"] = {
     "task": "telemetry.rollups_cleanup",
@@ -270,10 +270,10 @@ if not any(isinstance(e, tuple) and e[0] == "vendor/plotly" for e in STATICFILES
 
 # Benchmarks: limits on one run (the task's soft limit is 900 s: levels x duration stay
 # below it) and the baseline tolerance of the verdict (p99 at most 1.3x production's).
-BENCHMARK_MAX_CONCURRENCY = env.int("BENCHMARK_MAX_CONCURRENCY", default=256)
-BENCHMARK_MAX_LEVEL_S = env.float("BENCHMARK_MAX_LEVEL_S", default=120.0)
-BENCHMARK_MAX_TOTAL_S = env.float("BENCHMARK_MAX_TOTAL_S", default=780.0)
-BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default=1.3)
+BENCHMARK_MAX_CONCURRENCY = env.int("SWITCHYARD_BENCHMARK_MAX_CONCURRENCY", default=256)
+BENCHMARK_MAX_LEVEL_S = env.float("SWITCHYARD_BENCHMARK_MAX_LEVEL_S", default=120.0)
+BENCHMARK_MAX_TOTAL_S = env.float("SWITCHYARD_BENCHMARK_MAX_TOTAL_S", default=780.0)
+BENCHMARK_BASELINE_TOLERANCE = env.float("SWITCHYARD_BENCHMARK_BASELINE_TOLERANCE", default=1.3)
 # Imported results (perf_analyzer / Model Analyzer files) are shown but do not open a
 # cluster's require_benchmark gate: nobody saw them run. True lets them count.
 SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS = env.bool(
