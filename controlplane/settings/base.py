@@ -178,7 +178,8 @@ CELERY_TASK_TIME_LIMIT = 150
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-# The one beat schedule (STYLE.md): each entry says why it runs at its cadence.
+# The one beat schedule, all of it here: each entry says why it runs at its cadence
+# (docs/ARCHITECTURE.md's beat table lists them; a test compares the two).
 CELERY_BEAT_SCHEDULE: dict = {
     # Reconcile every 10 s: a restarted node comes back empty in explicit mode and must be
     # rehydrated quickly; each tick is cheap (one stats call per node when nothing drifted).
@@ -189,17 +190,25 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Every 10 s, like reconcile: a node added to (or changed in) a cluster gets traffic from
     # the running router soon after reconcile has loaded its models; a no-op reads one file.
     "releases-routers-sync": {"task": "releases.routers_sync", "schedule": 10.0},
-}
-
-# Daily: tokens are kept for days after they end, so a day's lag in deleting is harmless.
-CELERY_BEAT_SCHEDULE["accounts-tokens-prune"] = {
-    "task": "accounts.tokens_prune",
-    "schedule": 24 * 3600.0,
-}
-# Hourly: a key is replayed for SWITCHYARD_IDEMPOTENCY_KEY_HOURS; an hour's lag is harmless.
-CELERY_BEAT_SCHEDULE["accounts-idempotency-keys-prune"] = {
-    "task": "accounts.idempotency_keys_prune",
-    "schedule": 3600.0,
+    # Every 5 minutes: a cost report computes the hours not yet rolled up from the minute
+    # rollups, so the sooner an hour is stored the cheaper reports stay; a run with no new
+    # complete hour only rebuilds the last two hours (late minutes), a few queries.
+    "reports-cost-rollup": {"task": "reports.cost_rollup", "schedule": 300.0},
+    # Hourly: rollup retention is in days, so an hour's lag in deleting is harmless and cheap.
+    "telemetry-rollups-cleanup": {"task": "telemetry.rollups_cleanup", "schedule": 3600.0},
+    # Hourly: a key is replayed for SWITCHYARD_IDEMPOTENCY_KEY_HOURS; an hour's lag is harmless.
+    "accounts-idempotency-keys-prune": {
+        "task": "accounts.idempotency_keys_prune",
+        "schedule": 3600.0,
+    },
+    # Daily: tokens are kept for days after they end, so a day's lag in deleting is harmless.
+    "accounts-tokens-prune": {"task": "accounts.tokens_prune", "schedule": 24 * 3600.0},
+    # Daily: stored files no version uses (and abandoned uploads) go once untouched for
+    # SWITCHYARD_STORAGE_SWEEP_GRACE_S; nothing waits for the space.
+    "models-registry-storage-sweep": {
+        "task": "models_registry.storage_sweep",
+        "schedule": 24 * 3600.0,
+    },
 }
 
 # How long /healthz waits for a Celery worker to answer a ping.
@@ -231,10 +240,6 @@ SWITCHYARD_MAX_ARCHIVE_HEADER_BYTES = env.int(
 # Stored files no version references (deleted versions) and abandoned uploads are removed by
 # a daily sweep once untouched for this long (an upload publishes its blobs before its row).
 SWITCHYARD_STORAGE_SWEEP_GRACE_S = env.float("SWITCHYARD_STORAGE_SWEEP_GRACE_S", default=6 * 3600)
-CELERY_BEAT_SCHEDULE["models-registry-storage-sweep"] = {
-    "task": "models_registry.storage_sweep",
-    "schedule": 24 * 3600.0,
-}
 SWITCHYARD_TRITON_TARGET_VERSION = env.str("SWITCHYARD_TRITON_TARGET_VERSION", default="2.51.0")
 # Uploads above this size stream to a temporary file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
@@ -254,11 +259,6 @@ TELEMETRY_INTERVAL_S = env.float("SWITCHYARD_TELEMETRY_INTERVAL_S", default=2.0)
 TELEMETRY_SCRAPE_TIMEOUT_S = env.float("SWITCHYARD_TELEMETRY_SCRAPE_TIMEOUT_S", default=1.5)
 TELEMETRY_ROLLUP_RETENTION_DAYS = env.int("SWITCHYARD_TELEMETRY_ROLLUP_RETENTION_DAYS", default=90)
 TELEMETRY_TARGETS_REFRESH_S = env.float("SWITCHYARD_TELEMETRY_TARGETS_REFRESH_S", default=30.0)
-# Hourly: retention is in days, so an hour's lag in deleting is harmless and cheap.
-CELERY_BEAT_SCHEDULE["telemetry-rollups-cleanup"] = {
-    "task": "telemetry.rollups_cleanup",
-    "schedule": 3600.0,
-}
 # plotly.js for the live charts, served from the installed plotly package (no CDN); found
 # without importing plotly (slow to import). Other apps' charts use the same entry.
 if not any(isinstance(e, tuple) and e[0] == "vendor/plotly" for e in STATICFILES_DIRS):
@@ -295,13 +295,6 @@ SWITCHYARD_ROUTER_ROOTS = env.list("SWITCHYARD_ROUTER_ROOTS", default=[str(var_d
 # tensor and bytes per request, checked from the shapes before anything is allocated.
 SWITCHYARD_MAX_TENSOR_ELEMENTS = env.int("SWITCHYARD_MAX_TENSOR_ELEMENTS", default=16 * 1024**2)
 SWITCHYARD_MAX_REQUEST_BYTES = env.int("SWITCHYARD_MAX_REQUEST_BYTES", default=64 * 1024**2)
-# Cost rollups every 5 minutes: a report computes the hours not yet rolled up from the
-# minute rollups, so the sooner an hour is stored the cheaper reports stay; a run with no
-# new complete hour only rebuilds the last two hours (late minutes), a few queries.
-CELERY_BEAT_SCHEDULE["reports-cost-rollup"] = {
-    "task": "reports.cost_rollup",
-    "schedule": 300.0,
-}
 # The currency the node prices are in (reports show it; no conversion happens).
 SWITCHYARD_CURRENCY = env.str("SWITCHYARD_CURRENCY", default="USD")
 

@@ -82,6 +82,45 @@ def test_the_beat_table_lists_every_entry_with_its_task_and_cadence():
     assert rows == schedule
 
 
+def _base_name(node: ast.AST) -> str:
+    """`X` of `X`, `X[...]` and `X.attr`."""
+    if isinstance(node, ast.Subscript | ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def beat_schedule_writes(paths: list[Path]) -> list[str]:
+    """`file:line` of every statement that assigns, extends or updates CELERY_BEAT_SCHEDULE."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+                targets = [node.target]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                targets = [node.func.value]  # CELERY_BEAT_SCHEDULE.update(...)
+            else:
+                continue
+            if any(_base_name(t) == "CELERY_BEAT_SCHEDULE" for t in targets):
+                where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                found.append(f"{where}:{node.lineno}")
+    return found
+
+
+def test_the_beat_schedule_is_declared_once_in_one_place():
+    writes = beat_schedule_writes(product_files())
+    assert len(writes) == 1 and writes[0].startswith("controlplane/settings/base.py:"), (
+        f"declare every entry in the one CELERY_BEAT_SCHEDULE literal: {writes}"
+    )
+
+
+def test_the_beat_check_catches_an_entry_added_elsewhere(tmp_path):
+    module = tmp_path / "late.py"
+    module.write_text('CELERY_BEAT_SCHEDULE["x"] = {}\nCELERY_BEAT_SCHEDULE.update(y={})\n')
+    assert beat_schedule_writes([module]) == ["late.py:1", "late.py:2"]
+
+
 def env_names_read(paths: list[Path]) -> set[str]:
     """Every NAME in `env("NAME"...)` or `env.<cast>("NAME"...)` of these modules."""
     names = set()
