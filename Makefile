@@ -7,7 +7,7 @@ TRITON_BASE_PORT ?= 18000
 export TRITON_BASE_PORT
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: demo test setup system lint format migrate clean
+.PHONY: demo test setup system lint format migrate clean api-docs
 
 demo: migrate
 	@$(BIN)/python manage.py demo_setup --port $(PORT) --triton-base-port $(TRITON_BASE_PORT)
@@ -45,6 +45,10 @@ lint:
 format:
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# docs/API.md from the OpenAPI document (tests/schema/test_api_reference.py fails when stale).
+api-docs: $(VENV)/.installed
+	$(BIN)/python manage.py api_reference > docs/API.md.new && mv docs/API.md.new docs/API.md
 
 clean:
 	rm -rf $(VENV) node_modules var staticfiles .pytest_cache .ruff_cache

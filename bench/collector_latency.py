@@ -10,7 +10,7 @@ request_rate > 0 for that version (any node's or the cluster aggregate). Prints 
 p95 and max of arrival - t0 and the goal.
 
 Usage: .venv/bin/python bench/collector_latency.py [rounds]  (default 20; DATABASE_URL
-names the server and database to derive the test database from; TEST_REDIS_URL the Redis
+names the server and database to derive the test database from; SWITCHYARD_TEST_REDIS_URL the Redis
 db of the channel layer)
 """
 

@@ -14,7 +14,7 @@ BENCH_QUEUE = "switchyard-bench"
 
 def use_bench_queue() -> None:
     """Before django.setup(): tasks queued from here on go to the bench's own queue."""
-    os.environ.setdefault("CELERY_QUEUE", BENCH_QUEUE)
+    os.environ.setdefault("SWITCHYARD_CELERY_QUEUE", BENCH_QUEUE)
 
 
 def drop_queued_tasks() -> int:

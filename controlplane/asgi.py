@@ -12,7 +12,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from accounts.ws_auth import TicketOrSessionAuthMiddlewareStack  # noqa: E402
 from controlplane.body_limit import BodyLimitMiddleware  # noqa: E402
-from controlplane.routing import websocket_urlpatterns  # noqa: E402
+from controlplane.ws_routes import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

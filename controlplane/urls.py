@@ -1,8 +1,8 @@
-"""URL map: the console pages, the REST API under /api/v1/, the schema, health."""
+"""URL map: the console pages, the REST API under /api/v1/, the schema and its page, health."""
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from console.health_views import healthz
 from observability.views import metrics
@@ -25,6 +25,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    # The interactive API reference (Swagger UI, served from this server's static files).
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("accounts.urls")),
     path("", include("console.urls")),
 ]

@@ -126,7 +126,7 @@ def start_celery_worker(log: Path, queue: str | None = None) -> WorkerHandle:
         "--loglevel=INFO",
     ]
     env = child_environment(
-        CELERY_QUEUE=queue, SWITCHYARD_STORAGE_ROOT=str(settings.SWITCHYARD_STORAGE_ROOT)
+        SWITCHYARD_CELERY_QUEUE=queue, SWITCHYARD_STORAGE_ROOT=str(settings.SWITCHYARD_STORAGE_ROOT)
     )
     with open(log, "ab") as out:
         proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

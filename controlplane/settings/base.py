@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "django_celery_beat",
     "django_htmx",
@@ -73,7 +74,7 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default=DEFAULT_DATABASE_URL)}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("SWITCHYARD_DATABASE_CONN_MAX_AGE", default=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default=DEFAULT_REDIS_URL)
@@ -82,7 +83,7 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-        "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="switchyard"),
+        "KEY_PREFIX": env.str("SWITCHYARD_CACHE_KEY_PREFIX", default="switchyard"),
     }
 }
 
@@ -141,8 +142,18 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Switchyard API",
+    # The description (controlplane/api_description.md) and each operation's note are added
+    # by controlplane.api_notes; docs/API.md is rendered from the result.
     "DESCRIPTION": "Control plane for fleets of NVIDIA Triton Inference Server",
     "VERSION": "1.1.0",  # CHANGELOG.md says what changed
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "controlplane.api_notes.add_operation_notes",
+    ],
+    # /api/docs/: Swagger UI from drf-spectacular-sidecar's static files, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 CHANNEL_LAYERS = {
@@ -150,14 +161,14 @@ CHANNEL_LAYERS = {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
             "hosts": [REDIS_URL],
-            "prefix": env.str("CHANNEL_LAYER_PREFIX", default="switchyard"),
+            "prefix": env.str("SWITCHYARD_CHANNEL_LAYER_PREFIX", default="switchyard"),
         },
     }
 }
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
-CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="switchyard")
+CELERY_TASK_DEFAULT_QUEUE = env.str("SWITCHYARD_CELERY_QUEUE", default="switchyard")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_EXPIRES = 3600
@@ -167,7 +178,8 @@ CELERY_TASK_TIME_LIMIT = 150
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-# The one beat schedule (STYLE.md): each entry says why it runs at its cadence.
+# The one beat schedule, all of it here: each entry says why it runs at its cadence
+# (docs/ARCHITECTURE.md's beat table lists them; a test compares the two).
 CELERY_BEAT_SCHEDULE: dict = {
     # Reconcile every 10 s: a restarted node comes back empty in explicit mode and must be
     # rehydrated quickly; each tick is cheap (one stats call per node when nothing drifted).
@@ -178,21 +190,29 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Every 10 s, like reconcile: a node added to (or changed in) a cluster gets traffic from
     # the running router soon after reconcile has loaded its models; a no-op reads one file.
     "releases-routers-sync": {"task": "releases.routers_sync", "schedule": 10.0},
-}
-
-# Daily: tokens are kept for days after they end, so a day's lag in deleting is harmless.
-CELERY_BEAT_SCHEDULE["accounts-tokens-prune"] = {
-    "task": "accounts.tokens_prune",
-    "schedule": 24 * 3600.0,
-}
-# Hourly: a key is replayed for SWITCHYARD_IDEMPOTENCY_KEY_HOURS; an hour's lag is harmless.
-CELERY_BEAT_SCHEDULE["accounts-idempotency-keys-prune"] = {
-    "task": "accounts.idempotency_keys_prune",
-    "schedule": 3600.0,
+    # Every 5 minutes: a cost report computes the hours not yet rolled up from the minute
+    # rollups, so the sooner an hour is stored the cheaper reports stay; a run with no new
+    # complete hour only rebuilds the last two hours (late minutes), a few queries.
+    "reports-cost-rollup": {"task": "reports.cost_rollup", "schedule": 300.0},
+    # Hourly: rollup retention is in days, so an hour's lag in deleting is harmless and cheap.
+    "telemetry-rollups-cleanup": {"task": "telemetry.rollups_cleanup", "schedule": 3600.0},
+    # Hourly: a key is replayed for SWITCHYARD_IDEMPOTENCY_KEY_HOURS; an hour's lag is harmless.
+    "accounts-idempotency-keys-prune": {
+        "task": "accounts.idempotency_keys_prune",
+        "schedule": 3600.0,
+    },
+    # Daily: tokens are kept for days after they end, so a day's lag in deleting is harmless.
+    "accounts-tokens-prune": {"task": "accounts.tokens_prune", "schedule": 24 * 3600.0},
+    # Daily: stored files no version uses (and abandoned uploads) go once untouched for
+    # SWITCHYARD_STORAGE_SWEEP_GRACE_S; nothing waits for the space.
+    "models-registry-storage-sweep": {
+        "task": "models_registry.storage_sweep",
+        "schedule": 24 * 3600.0,
+    },
 }
 
 # How long /healthz waits for a Celery worker to answer a ping.
-HEALTH_WORKER_PING_TIMEOUT_S = env.float("HEALTH_WORKER_PING_TIMEOUT_S", default=1.0)
+HEALTH_WORKER_PING_TIMEOUT_S = env.float("SWITCHYARD_HEALTH_WORKER_PING_TIMEOUT_S", default=1.0)
 
 SWITCHYARD_VAR_DIR = var_dir()
 
@@ -201,7 +221,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "root": {"handlers": ["console"], "level": env.str("SWITCHYARD_LOG_LEVEL", default="INFO")},
 }
 
 # Model registry: where version files live (content-addressed, immutable), upload limits,
@@ -220,10 +240,6 @@ SWITCHYARD_MAX_ARCHIVE_HEADER_BYTES = env.int(
 # Stored files no version references (deleted versions) and abandoned uploads are removed by
 # a daily sweep once untouched for this long (an upload publishes its blobs before its row).
 SWITCHYARD_STORAGE_SWEEP_GRACE_S = env.float("SWITCHYARD_STORAGE_SWEEP_GRACE_S", default=6 * 3600)
-CELERY_BEAT_SCHEDULE["models-registry-storage-sweep"] = {
-    "task": "models_registry.storage_sweep",
-    "schedule": 24 * 3600.0,
-}
 SWITCHYARD_TRITON_TARGET_VERSION = env.str("SWITCHYARD_TRITON_TARGET_VERSION", default="2.51.0")
 # Uploads above this size stream to a temporary file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
@@ -239,15 +255,10 @@ SWITCHYARD_SMOKE_CLUSTER = env.str("SWITCHYARD_SMOKE_CLUSTER", default="")
 
 # Telemetry: the collector's scrape interval (the demo uses 1 s), its per-node scrape
 # timeout, how long per-minute rollups are kept, and how often it re-reads the node list.
-TELEMETRY_INTERVAL_S = env.float("TELEMETRY_INTERVAL_S", default=2.0)
-TELEMETRY_SCRAPE_TIMEOUT_S = env.float("TELEMETRY_SCRAPE_TIMEOUT_S", default=1.5)
-TELEMETRY_ROLLUP_RETENTION_DAYS = env.int("TELEMETRY_ROLLUP_RETENTION_DAYS", default=90)
-TELEMETRY_TARGETS_REFRESH_S = env.float("TELEMETRY_TARGETS_REFRESH_S", default=30.0)
-# Hourly: retention is in days, so an hour's lag in deleting is harmless and cheap.
-CELERY_BEAT_SCHEDULE["telemetry-rollups-cleanup"] = {
-    "task": "telemetry.rollups_cleanup",
-    "schedule": 3600.0,
-}
+TELEMETRY_INTERVAL_S = env.float("SWITCHYARD_TELEMETRY_INTERVAL_S", default=2.0)
+TELEMETRY_SCRAPE_TIMEOUT_S = env.float("SWITCHYARD_TELEMETRY_SCRAPE_TIMEOUT_S", default=1.5)
+TELEMETRY_ROLLUP_RETENTION_DAYS = env.int("SWITCHYARD_TELEMETRY_ROLLUP_RETENTION_DAYS", default=90)
+TELEMETRY_TARGETS_REFRESH_S = env.float("SWITCHYARD_TELEMETRY_TARGETS_REFRESH_S", default=30.0)
 # plotly.js for the live charts, served from the installed plotly package (no CDN); found
 # without importing plotly (slow to import). Other apps' charts use the same entry.
 if not any(isinstance(e, tuple) and e[0] == "vendor/plotly" for e in STATICFILES_DIRS):
@@ -259,10 +270,10 @@ if not any(isinstance(e, tuple) and e[0] == "vendor/plotly" for e in STATICFILES
 
 # Benchmarks: limits on one run (the task's soft limit is 900 s: levels x duration stay
 # below it) and the baseline tolerance of the verdict (p99 at most 1.3x production's).
-BENCHMARK_MAX_CONCURRENCY = env.int("BENCHMARK_MAX_CONCURRENCY", default=256)
-BENCHMARK_MAX_LEVEL_S = env.float("BENCHMARK_MAX_LEVEL_S", default=120.0)
-BENCHMARK_MAX_TOTAL_S = env.float("BENCHMARK_MAX_TOTAL_S", default=780.0)
-BENCHMARK_BASELINE_TOLERANCE = env.float("BENCHMARK_BASELINE_TOLERANCE", default=1.3)
+BENCHMARK_MAX_CONCURRENCY = env.int("SWITCHYARD_BENCHMARK_MAX_CONCURRENCY", default=256)
+BENCHMARK_MAX_LEVEL_S = env.float("SWITCHYARD_BENCHMARK_MAX_LEVEL_S", default=120.0)
+BENCHMARK_MAX_TOTAL_S = env.float("SWITCHYARD_BENCHMARK_MAX_TOTAL_S", default=780.0)
+BENCHMARK_BASELINE_TOLERANCE = env.float("SWITCHYARD_BENCHMARK_BASELINE_TOLERANCE", default=1.3)
 # Imported results (perf_analyzer / Model Analyzer files) are shown but do not open a
 # cluster's require_benchmark gate: nobody saw them run. True lets them count.
 SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS = env.bool(
@@ -284,13 +295,6 @@ SWITCHYARD_ROUTER_ROOTS = env.list("SWITCHYARD_ROUTER_ROOTS", default=[str(var_d
 # tensor and bytes per request, checked from the shapes before anything is allocated.
 SWITCHYARD_MAX_TENSOR_ELEMENTS = env.int("SWITCHYARD_MAX_TENSOR_ELEMENTS", default=16 * 1024**2)
 SWITCHYARD_MAX_REQUEST_BYTES = env.int("SWITCHYARD_MAX_REQUEST_BYTES", default=64 * 1024**2)
-# Cost rollups every 5 minutes: a report computes the hours not yet rolled up from the
-# minute rollups, so the sooner an hour is stored the cheaper reports stay; a run with no
-# new complete hour only rebuilds the last two hours (late minutes), a few queries.
-CELERY_BEAT_SCHEDULE["reports-cost-rollup"] = {
-    "task": "reports.cost_rollup",
-    "schedule": 300.0,
-}
 # The currency the node prices are in (reports show it; no conversion happens).
 SWITCHYARD_CURRENCY = env.str("SWITCHYARD_CURRENCY", default="USD")
 

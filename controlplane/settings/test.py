@@ -9,7 +9,7 @@ from controlplane.env import env
 from .base import *  # noqa: F403
 
 # Tests use their own Redis database so a running demo's worker never answers them.
-REDIS_URL = env.str("TEST_REDIS_URL", default="redis://127.0.0.1:6379/9")
+REDIS_URL = env.str("SWITCHYARD_TEST_REDIS_URL", default="redis://127.0.0.1:6379/9")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -28,7 +28,7 @@ CACHES = {
     }
 }
 CELERY_RESULT_BACKEND = REDIS_URL
-CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="switchyard-test")
+CELERY_TASK_DEFAULT_QUEUE = env.str("SWITCHYARD_CELERY_QUEUE", default="switchyard-test")
 # The whole suite signs in from 127.0.0.1 (the API fuzzer too): per-IP limits high enough that
 # one test's failures never throttle the next; tests of throttling set their own limits.
 SWITCHYARD_SIGNIN_MAX_FAILURES_PER_IP = 10_000

@@ -97,7 +97,9 @@ def stack(release_world, settings, tmp_path):  # noqa: F811
     os.environ.update(env)  # the worker inherits them too
     worker = start_celery_worker(tmp_path / "worker.log")
     try:
-        proc, url = _start_daphne(tmp_path / "daphne.log", {**env, "CELERY_QUEUE": worker.queue})
+        proc, url = _start_daphne(
+            tmp_path / "daphne.log", {**env, "SWITCHYARD_CELERY_QUEUE": worker.queue}
+        )
         try:
             yield {**release_world, "url": url, "tmp": tmp_path}
         finally:

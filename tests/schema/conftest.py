@@ -55,7 +55,7 @@ def fuzz_server(transactional_db, tmp_path):
     guard_log.write_text("")
     log = tmp_path / "daphne.log"
     args = ["-b", "127.0.0.1", "-p", str(port), "controlplane.asgi:application"]
-    env = child_environment(CELERY_QUEUE=queue, SWITCHYARD_FUZZ_GUARD_LOG=str(guard_log))
+    env = child_environment(SWITCHYARD_CELERY_QUEUE=queue, SWITCHYARD_FUZZ_GUARD_LOG=str(guard_log))
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tests.schema.loopback_guard", *args],

@@ -16,7 +16,7 @@ Network safety (no request of the run may leave 127.0.0.1):
   contacts a node (pushes, smoke loads, reconcile, benchmarks, release ticks, the
   collector) runs in Celery tasks or management commands.
 * No worker consumes the run's tasks: the server queues them on a fresh queue of its own
-  (CELERY_QUEUE) that no worker reads and that is purged at the end; tasks never run
+  (SWITCHYARD_CELERY_QUEUE) that no worker reads and that is purged at the end; tasks never run
   eagerly (no CELERY_TASK_ALWAYS_EAGER in any settings).
 * Before each request, every string under a key ending in `url` (at any depth of the body
   or query: node URLs, router and metrics URLs, ...) is replaced by a loopback variant on

@@ -2,8 +2,8 @@
 
 The release state diagram is drawn from `TRANSITIONS`, the beat schedule table from
 `CELERY_BEAT_SCHEDULE`, the files and functions the doc names exist, and every environment
-variable the settings read has a row in README.md's configuration table, docs/operations.md
-or docs/SECURITY.md.
+variable the product code reads (the settings' `env.<cast>("NAME")`, any `os.environ` /
+`os.getenv` with a literal name) has a row in docs/operations.md's settings tables.
 """
 
 from __future__ import annotations
@@ -23,7 +23,16 @@ SETTINGS_FILES = [
     ROOT / "controlplane" / "env.py",
     *(ROOT / "controlplane" / "settings").glob("*.py"),
 ]
-SETTINGS_DOCS = [ROOT / "README.md", ROOT / "docs" / "operations.md", ROOT / "docs" / "SECURITY.md"]
+SETTINGS_DOCS = [ROOT / "docs" / "operations.md"]
+# The operating system's own variables, passed on to child processes, are not settings.
+OS_VARIABLES = {"LD_LIBRARY_PATH", "XDG_CONFIG_HOME"}
+
+
+def product_files() -> list[Path]:
+    """Every module of the product: the top-level packages but tests, and manage.py."""
+    packages = [p.parent for p in ROOT.glob("*/__init__.py") if p.parent.name != "tests"]
+    files = [f for package in packages for f in package.rglob("*.py")]
+    return [ROOT / "manage.py", *(f for f in files if "migrations" not in f.parts)]
 
 
 def _section(heading: str) -> str:
@@ -73,6 +82,45 @@ def test_the_beat_table_lists_every_entry_with_its_task_and_cadence():
     assert rows == schedule
 
 
+def _base_name(node: ast.AST) -> str:
+    """`X` of `X`, `X[...]` and `X.attr`."""
+    if isinstance(node, ast.Subscript | ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def beat_schedule_writes(paths: list[Path]) -> list[str]:
+    """`file:line` of every statement that assigns, extends or updates CELERY_BEAT_SCHEDULE."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+                targets = [node.target]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                targets = [node.func.value]  # CELERY_BEAT_SCHEDULE.update(...)
+            else:
+                continue
+            if any(_base_name(t) == "CELERY_BEAT_SCHEDULE" for t in targets):
+                where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                found.append(f"{where}:{node.lineno}")
+    return found
+
+
+def test_the_beat_schedule_is_declared_once_in_one_place():
+    writes = beat_schedule_writes(product_files())
+    assert len(writes) == 1 and writes[0].startswith("controlplane/settings/base.py:"), (
+        f"declare every entry in the one CELERY_BEAT_SCHEDULE literal: {writes}"
+    )
+
+
+def test_the_beat_check_catches_an_entry_added_elsewhere(tmp_path):
+    module = tmp_path / "late.py"
+    module.write_text('CELERY_BEAT_SCHEDULE["x"] = {}\nCELERY_BEAT_SCHEDULE.update(y={})\n')
+    assert beat_schedule_writes([module]) == ["late.py:1", "late.py:2"]
+
+
 def env_names_read(paths: list[Path]) -> set[str]:
     """Every NAME in `env("NAME"...)` or `env.<cast>("NAME"...)` of these modules."""
     names = set()
@@ -89,6 +137,46 @@ def env_names_read(paths: list[Path]) -> set[str]:
             first = node.args[0]
             if is_env and isinstance(first, ast.Constant) and isinstance(first.value, str):
                 names.add(first.value)
+    return names
+
+
+def _is_os_environ(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "environ"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "os"
+    )
+
+
+def _literal(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def os_environ_names_read(paths: list[Path]) -> set[str]:
+    """Every literal NAME in `os.environ[NAME]`, `os.environ.get(NAME)` (and `.setdefault`,
+    `.pop`), `os.getenv(NAME)` and `NAME in os.environ` of these modules."""
+    names = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = None
+            if isinstance(node, ast.Subscript) and _is_os_environ(node.value):
+                name = _literal(node.slice)
+            elif isinstance(node, ast.Call) and node.args:
+                func = node.func
+                if isinstance(func, ast.Attribute) and (
+                    (_is_os_environ(func.value) and func.attr in {"get", "setdefault", "pop"})
+                    or (
+                        func.attr == "getenv"
+                        and isinstance(func.value, ast.Name)
+                        and func.value.id == "os"
+                    )
+                ):
+                    name = _literal(node.args[0])
+            elif isinstance(node, ast.Compare) and any(_is_os_environ(c) for c in node.comparators):
+                name = _literal(node.left)
+            if name:
+                names.add(name)
     return names
 
 
@@ -125,7 +213,30 @@ def test_every_environment_variable_the_settings_read_is_documented():
     read = env_names_read(SETTINGS_FILES)
     assert {"DATABASE_URL", "SWITCHYARD_VAR_DIR", "SWITCHYARD_METRICS_QUEUES"} <= read
     docs = [path.read_text(encoding="utf-8") for path in SETTINGS_DOCS]
-    assert undocumented(read, docs) == []
+    assert undocumented(read, docs) == [], "add a row to docs/operations.md's settings tables"
+
+
+def test_every_environment_variable_the_product_reads_directly_is_documented():
+    files = product_files()
+    assert ROOT / "controlplane" / "settings" / "test.py" in files
+    read = (os_environ_names_read(files) | env_names_read(files)) - OS_VARIABLES
+    assert {"SWITCHYARD_URL", "SWITCHYARD_TEST_CACHE_PREFIX", "DJANGO_SETTINGS_MODULE"} <= read
+    docs = [path.read_text(encoding="utf-8") for path in SETTINGS_DOCS]
+    assert undocumented(read, docs) == [], "add a row to docs/operations.md's settings tables"
+
+
+def test_the_os_environ_scan_finds_every_form(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import os\n"
+        "a = os.environ['A_1']\n"
+        "b = os.environ.get('B_1', '')\n"
+        "os.environ.setdefault('C_1', 'x')\n"
+        "d = os.getenv('D_1')\n"
+        "e = 'E_1' in os.environ\n"
+        "f = {n: os.environ[n] for n in ('NOT_LITERAL',)}\n"
+    )
+    assert os_environ_names_read([module]) == {"A_1", "B_1", "C_1", "D_1", "E_1"}
 
 
 def test_the_settings_check_expands_shorthands_and_catches_a_missing_row():

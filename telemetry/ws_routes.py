@@ -1,3 +1,5 @@
+"""Websocket routes of telemetry: live points of a cluster or a model."""
+
 from django.urls import re_path
 
 from telemetry import consumers

@@ -1,3 +1,5 @@
+"""Websocket routes of releases: the release cockpit's socket (traffic routing is `routing.py`)."""
+
 from django.urls import path
 
 from releases.consumers import ReleaseConsumer

@@ -1,3 +1,5 @@
+"""Websocket routes of the console: the system page's socket."""
+
 from django.urls import path
 
 from console.consumers import SystemConsumer

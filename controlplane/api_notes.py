@@ -1,0 +1,124 @@
+"""What each API operation does, in a sentence or two, added to the OpenAPI document.
+
+The schema knows fields and answers; these notes say what an operation is for. They become
+the operations' descriptions (Swagger UI at `/api/docs/`, docs/API.md). A note for an
+operation the schema does not have fails tests/schema/test_api_reference.py; an operation
+without a note keeps its view's docstring.
+"""
+
+from pathlib import Path
+
+DESCRIPTION_FILE = Path(__file__).with_name("api_description.md")
+
+OPERATION_NOTES = {
+    # Auth
+    "POST /api/v1/auth/token/": "A new API token for `{username, password, name?}`: answers "
+    "`{token, name, expires_at}` (the secret is shown only here). Send it as "
+    "`Authorization: Token <token>`. Wrong credentials answer 401; throttled (429).",
+    "GET /api/v1/auth/tokens/": "The caller's tokens, newest first (never the secret).",
+    "DELETE /api/v1/auth/tokens/{token_id}/": "Revoke one of the caller's tokens at once (204); "
+    "its open websockets are closed.",
+    "POST /api/v1/auth/ws-ticket/": "A single-use ticket for one websocket connect "
+    "(`?ticket=`), valid about 60 s.",
+    "GET /api/v1/auth/me/": "The signed-in user and their roles.",
+    # Registry
+    "GET /api/v1/teams/": "Teams; everyone signed in reads.",
+    "POST /api/v1/teams/": "A new team; the creator becomes a member. 409 when the name exists.",
+    "GET /api/v1/teams/{name}/members/": "A team's members.",
+    "POST /api/v1/teams/{name}/members/": "Add a member (superusers).",
+    "DELETE /api/v1/teams/{name}/members/{username}/": "Remove a member (superusers).",
+    "GET /api/v1/models/": "Models with their SLA; filters `?search=&team=&tag=`.",
+    "POST /api/v1/models/": "Register a model of a team the caller is a member of, with its SLA "
+    "(`p99_latency_ms`, `min_success_rate`, `max_queue_ms`, `min_throughput_rps`).",
+    "GET /api/v1/models/{name}/": "One model: SLA, tags, aliases, versions.",
+    "PATCH /api/v1/models/{name}/": "Change description, tags or SLA; SLA changes answer 409 "
+    "while a release of the model runs.",
+    "DELETE /api/v1/models/{name}/": "Remove a model that never served in production, with its "
+    "versions, staging deployments, ended releases, benchmarks and aliases (204, audited "
+    "`model.deleted`); 409 while a version serves or once it was deployed or released to a "
+    "production cluster.",
+    "GET /api/v1/models/{name}/versions/": "A model's versions, newest first.",
+    "POST /api/v1/models/{name}/versions/": "Upload a version: multipart `archive` (.tar.gz or "
+    ".zip of a Triton model directory), optional `label`, `notes`, `source_commit`, "
+    "`training_run_url`. 400 naming file and line for an invalid config; 409 when the files "
+    "equal an existing version's (`?return_existing=true` answers that version with 200).",
+    "GET /api/v1/models/{name}/versions/{version}/": "Config, manifest, digest, provenance and "
+    "validation of one version.",
+    "DELETE /api/v1/models/{name}/versions/{version}/": "Delete a version; 409 while it serves.",
+    "GET /api/v1/models/{name}/versions/{version}/archive/": "The version's stored files as "
+    ".tar.gz.",
+    "PUT /api/v1/models/{name}/aliases/{alias}/": "Point an alias at a version; moving "
+    "`production` answers 409 while a release runs.",
+    # Clusters and deployments
+    "GET /api/v1/clusters/": "Clusters with their router and metrics settings.",
+    "POST /api/v1/clusters/": "Register a cluster (release managers): environment, push mode, "
+    "router (`nginx` or `none`), metrics source (`scrape` or `prometheus`), prices, and whether "
+    "a release needs a passing benchmark.",
+    "GET /api/v1/clusters/{name}/": "One cluster with its router and metrics settings.",
+    "PATCH /api/v1/clusters/{name}/": "Change a cluster's settings.",
+    "GET /api/v1/clusters/{name}/nodes/": "A cluster's nodes.",
+    "POST /api/v1/clusters/{name}/nodes/": "Add a node (URLs with scheme, host and port, unique "
+    "per cluster; prices optional).",
+    "GET /api/v1/clusters/{name}/nodes/{node}/": "One node.",
+    "DELETE /api/v1/clusters/{name}/nodes/{node}/": "Remove a node; its history stays. 409 "
+    "while a deployment runs there.",
+    "GET /api/v1/clusters/{name}/status/": "Per node: health, server version, loaded models and "
+    "versions, drift from what should serve.",
+    "GET /api/v1/clusters/{name}/router/": "What the cluster's router does now: running, nodes, "
+    "each release route's split.",
+    "POST /api/v1/clusters/{name}/models/{model}/unload/": "Unload a model from every node of "
+    "the cluster (202 with the deployment's id).",
+    "GET /api/v1/deployments/": "Deployments, newest first; `?model=&cluster=&state=&since=`.",
+    "POST /api/v1/deployments/": "Make this version the only serving one of its model on the "
+    "cluster: 202 `{id, status}`; follow it at `GET /api/v1/deployments/{id}/`.",
+    "GET /api/v1/deployments/{deployment_id}/": "Status, per-node outcome and timings.",
+    # Releases
+    "GET /api/v1/releases/": "Releases, newest first; `?model=&cluster=&state=&since=`.",
+    "POST /api/v1/releases/": "Start a gray release of a candidate version (canary steps or "
+    "blue/green, analysis thresholds, manual gates, sticky header): 201 `{id, state}`. The "
+    "release records the model's SLA it starts with; 409 naming the active release while one "
+    'runs for the model on that cluster. `"dry_run": true` runs every check and starts '
+    "nothing (200 with the plan, or the refusal a real start would get).",
+    "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events.",
+    "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "
+    "paged.",
+    "POST /api/v1/releases/{release_id}/actions/": "approve, pause, resume, rollback or promote "
+    "(with an optional reason): 200 with the new state; 409 when the action does not fit the "
+    "release's phase.",
+    # Benchmarks and metrics
+    "GET /api/v1/benchmarks/": "Benchmark runs, newest first; `?model=&cluster=&state=&since=`.",
+    "POST /api/v1/benchmarks/": "Run a concurrency sweep of a version on a staging cluster: "
+    "202 `{id}`.",
+    "GET /api/v1/benchmarks/{run_id}/": "Per level: throughput, p50/p95/p99, server "
+    "queue/compute; the verdict against the SLA and production.",
+    "POST /api/v1/benchmarks/{run_id}/cancel/": "Cancel a run (202); 409 once it finished.",
+    "GET /api/v1/models/{name}/versions/{version}/benchmarks/": "A version's benchmark runs.",
+    "POST /api/v1/models/{name}/versions/{version}/benchmarks/import/": "Import perf_analyzer "
+    "or Model Analyzer CSV results (multipart `file` and `format`). Shown, but they open a "
+    "cluster's benchmark gate only with `SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS`.",
+    "GET /api/v1/metrics/": "Per-minute points per cluster, model and version, from the "
+    "collector's rollups.",
+    # Reports
+    "GET /api/v1/reports/cost/": "What every model, version, team, cluster or node cost over a "
+    "range (docs/COSTS.md): totals, idle and unknown cost, per row cost, share, requests, cost "
+    "per 1k and the change since the previous period. `&format=csv` or `Accept: text/csv` "
+    "answers the rows as CSV.",
+    "GET /api/v1/reports/ghosts/": "Versions loaded with no request for the last N days "
+    "(fractions allowed): where, how long, what they cost and will cost a month.",
+    "GET /api/v1/reports/budgets/": "Teams' monthly budgets with month-to-date use.",
+    "PUT /api/v1/reports/budgets/{team}/": "Set (or, with null, remove) a team's monthly "
+    "budget (managers).",
+}
+
+HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def add_operation_notes(result: dict, generator, request, public) -> dict:
+    """drf-spectacular postprocessing hook: the project's description and the notes above."""
+    result["info"]["description"] = DESCRIPTION_FILE.read_text(encoding="utf-8")
+    for path, operations in result.get("paths", {}).items():
+        for method in HTTP_METHODS:
+            note = OPERATION_NOTES.get(f"{method.upper()} {path}")
+            if note and method in operations:
+                operations[method]["description"] = note
+    return result
