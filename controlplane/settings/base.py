@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "telemetry",
     "releases",
     "reports",
+    "notifications",
     "console",
     "observability",
 ]
@@ -310,3 +311,18 @@ SWITCHYARD_METRICS_ALLOWED_NETWORKS = [
 SWITCHYARD_METRICS_QUEUES = env.list(
     "SWITCHYARD_METRICS_QUEUES", default=[CELERY_TASK_DEFAULT_QUEUE]
 )
+
+# Webhooks (notifications/, docs/WEBHOOKS.md): attempts per delivery (the first included),
+# the backoff base (base, 2 x base, 4 x base, ... between attempts), the timeout of one POST,
+# and how far back each outbox scan re-reads rows below its cursor (a transaction that
+# commits later than this after writing its row is not seen).
+SWITCHYARD_WEBHOOK_MAX_ATTEMPTS = env.int("SWITCHYARD_WEBHOOK_MAX_ATTEMPTS", default=6)
+SWITCHYARD_WEBHOOK_RETRY_BASE_S = env.float("SWITCHYARD_WEBHOOK_RETRY_BASE_S", default=10.0)
+SWITCHYARD_WEBHOOK_TIMEOUT_S = env.float("SWITCHYARD_WEBHOOK_TIMEOUT_S", default=5.0)
+SWITCHYARD_WEBHOOK_LOOKBACK_S = env.float("SWITCHYARD_WEBHOOK_LOOKBACK_S", default=60.0)
+# Every 2 s: the scan reads only rows past its cursor (and the lookback window), a few
+# indexed queries; a short cadence keeps an alert's webhook within seconds of its row.
+CELERY_BEAT_SCHEDULE["notifications-outbox-scan"] = {
+    "task": "notifications.outbox_scan",
+    "schedule": 2.0,
+}
