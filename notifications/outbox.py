@@ -146,7 +146,7 @@ def _due(now: datetime) -> list[int]:
     pending = Q(status=Delivery.Status.PENDING) & unqueued
     abandoned = Q(status=Delivery.Status.SENDING, claimed_until__lt=now, queued_at__lt=stale)
     qs = Delivery.objects.filter(pending | abandoned, next_attempt_at__lte=now)
-    ids = list(qs.order_by("next_attempt_at").values_list("id", flat=True)[:BATCH])
+    ids = list(qs.order_by("next_attempt_at", "id").values_list("id", flat=True)[:BATCH])
     Delivery.objects.filter(id__in=ids).update(queued_at=now)
     return ids
 
