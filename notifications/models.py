@@ -9,6 +9,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from notifications.catalog import EVENTS, FORMATS, SEVERITIES
 
@@ -24,6 +25,9 @@ class Webhook(models.Model):
     format = models.CharField(max_length=10, choices=[(f, f) for f in FORMATS], default="json")
     description = models.CharField(max_length=200, blank=True)
     is_active = models.BooleanField(default=True)
+    # Events from this moment on are delivered: set when made and when resumed after a pause,
+    # so a pause drops the events that happen during it.
+    active_since = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

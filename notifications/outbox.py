@@ -132,7 +132,7 @@ def _deliveries(hooks: list[Webhook], notes: Iterable[tuple[Note, datetime]], no
         )
         for note, at in notes
         for hook in hooks
-        if at >= hook.created_at
+        if at >= hook.active_since
         and (hook.pk, note.source_id) not in seen
         and wants(events=hook.events, min_severity=hook.min_severity, note=note)
     ]

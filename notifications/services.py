@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
 from audit.services import audit_record
@@ -85,6 +86,8 @@ def webhook_update(*, webhook: Webhook, actor, **fields: Any) -> Webhook:
     fields = _checked(fields)
     with transaction.atomic():
         hook = Webhook.objects.select_for_update().get(pk=webhook.pk)
+        if fields.get("is_active") and not hook.is_active:
+            hook.active_since = timezone.now()  # what happened while paused is not sent
         for name, value in fields.items():
             setattr(hook, name, value)
         hook.save()
