@@ -46,6 +46,8 @@ class WebhookSerializer(inputs.InputSerializer):
 
 class DeliverySerializer(serializers.ModelSerializer):
     id = serializers.UUIDField(source="uuid", read_only=True)
+    # Plain text here: the events' enum is documented once, on the webhook's `events`.
+    event = serializers.CharField(read_only=True, help_text="one of the webhook's events")
 
     class Meta:
         model = Delivery
