@@ -82,7 +82,8 @@ def wants(*, events: list[str], min_severity: str, note: Note) -> bool:
 def _alert_note(action: str, row: dict[str, Any]) -> Note:
     details = row.get("details") or {}
     data = {name: details.get(name) for name in ALERT_FIELDS}
-    data["alert_id"] = details.get("alert_id") or details.get("id") or row.get("object_id")
+    alert_id = details.get("alert_id", details.get("id"))
+    data["alert_id"] = alert_id if alert_id is not None else (row.get("object_id") or None)
     severity = data["severity"] if data["severity"] in SEVERITIES else "warning"
     state = "fired" if action == "alert.fired" else "resolved"
     summary = f"Alert {state}: {data['summary'] or data['kind'] or 'alert'}"

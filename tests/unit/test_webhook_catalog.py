@@ -104,6 +104,11 @@ def test_release_events_map_to_phase_changes(kind, phase, event):
         assert note.data["candidate_weight"] == 50.0
 
 
+def test_the_alert_id_falls_back_to_the_audited_object():
+    assert note_from_audit(_audit("alert.fired", alert_id=0)).data["alert_id"] == 0
+    assert note_from_audit(_audit("alert.fired")).data["alert_id"] == "42"  # object_id
+
+
 def test_severity_filter_and_event_filter():
     note = note_from_audit(_audit("alert.fired", severity="warning", kind="node_down"))
     assert wants(events=["alert.fired"], min_severity="info", note=note)
