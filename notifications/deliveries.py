@@ -98,3 +98,12 @@ def delivery_attempt(*, delivery_id: int) -> float | None:
     )
     answer = sender.post(url, body, headers, timeout_s=settings.SWITCHYARD_WEBHOOK_TIMEOUT_S)
     return _record(delivery, answer)
+
+
+def deliveries_prune() -> int:
+    """Delete delivered and failed deliveries older than SWITCHYARD_WEBHOOK_LOG_DAYS; how many
+    went. Pending ones stay whatever their age: their attempts are not over."""
+    before = timezone.now() - timedelta(days=settings.SWITCHYARD_WEBHOOK_LOG_DAYS)
+    finished = [Delivery.Status.DELIVERED, Delivery.Status.FAILED]
+    deleted, _ = Delivery.objects.filter(status__in=finished, created_at__lt=before).delete()
+    return deleted

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from notifications.deliveries import delivery_attempt
+from notifications.deliveries import deliveries_prune, delivery_attempt
 from notifications.outbox import outbox_scan
 
 
@@ -23,3 +23,9 @@ def deliver(delivery_id: int) -> str:
         deliver.apply_async((delivery_id,), countdown=retry_in)
         return f"retry in {retry_in:g} s"
     return "done"
+
+
+@shared_task(name="notifications.deliveries_prune", soft_time_limit=120, time_limit=150)
+def prune_deliveries() -> int:
+    """Drop finished deliveries past the log's retention."""
+    return deliveries_prune()

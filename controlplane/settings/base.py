@@ -326,3 +326,10 @@ CELERY_BEAT_SCHEDULE["notifications-outbox-scan"] = {
     "task": "notifications.outbox_scan",
     "schedule": 2.0,
 }
+# The delivery log keeps finished deliveries this many days; hourly: the retention is in
+# days, so an hour's lag in deleting is harmless.
+SWITCHYARD_WEBHOOK_LOG_DAYS = env.int("SWITCHYARD_WEBHOOK_LOG_DAYS", default=30)
+CELERY_BEAT_SCHEDULE["notifications-deliveries-prune"] = {
+    "task": "notifications.deliveries_prune",
+    "schedule": 3600.0,
+}

@@ -217,3 +217,42 @@ def test_a_failed_delivery_is_retried_by_the_worker_and_the_log_shows_it(
     [row] = api.get(f"/api/v1/webhooks/{hook.pk}/deliveries/").json()
     assert (row["status"], row["attempts"], row["response_code"]) == ("delivered", 3, 200)
     assert row["last_error"].startswith("HTTP 503")
+
+
+@pytest.mark.django_db
+def test_the_log_keeps_finished_deliveries_for_its_retention_only(make_user, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from notifications.deliveries import deliveries_prune
+
+    settings.SWITCHYARD_WEBHOOK_LOG_DAYS = 30
+    rita = make_user("rita", role="release-managers")
+    hook = webhook_create(
+        actor=rita, url="http://127.0.0.1:9/h", secret=SECRET, events=["alert.fired"]
+    )
+    for n in range(6):
+        _fire(n)
+    ids = outbox_scan()
+    old = timezone.now() - timedelta(days=31)
+    states = ["delivered", "failed", "pending", "delivered", "failed", "sending"]
+    for delivery_id, status, age in zip(ids, states, [old] * 3 + [timezone.now()] * 3, strict=True):
+        Delivery.objects.filter(pk=delivery_id).update(status=status, created_at=age)
+    assert deliveries_prune() == 2
+    left = sorted(Delivery.objects.filter(webhook=hook).values_list("status", flat=True))
+    assert left == ["delivered", "failed", "pending", "sending"]
+
+
+@pytest.mark.django_db
+def test_events_while_no_webhook_exists_are_never_sent_later(make_user):
+    rita = make_user("rita", role="release-managers")
+    _fire(1)
+    assert outbox_scan() == []  # nobody to tell: the cursor moves past it
+    hook = webhook_create(
+        actor=rita, url="http://127.0.0.1:9/h", secret=SECRET, events=["alert.fired"]
+    )
+    assert outbox_scan() == []
+    _fire(2)
+    [delivery_id] = outbox_scan()
+    assert Delivery.objects.get(pk=delivery_id, webhook=hook).payload["data"]["alert_id"] == 2
