@@ -14,7 +14,7 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from deployments.validation import allowed_networks
@@ -36,8 +36,23 @@ def _claim(delivery_id: int) -> Delivery | None:
     hold = now + timedelta(seconds=2 * settings.SWITCHYARD_WEBHOOK_TIMEOUT_S + 30)
     due = Q(status=Delivery.Status.PENDING, next_attempt_at__lte=now + timedelta(seconds=1))
     abandoned = Q(status=Delivery.Status.SENDING, claimed_until__lt=now)
+    ended = Delivery.objects.filter(
+        abandoned, pk=delivery_id, attempts__gte=settings.SWITCHYARD_WEBHOOK_MAX_ATTEMPTS
+    ).update(
+        status=Delivery.Status.FAILED,
+        claimed_until=None,
+        last_error="The last attempt never finished.",
+        updated_at=now,
+    )
+    if ended:
+        return None
+    # The attempt counts from its claim: an attempt that never finishes (a worker killed, a
+    # receiver that never answers) still uses one up, so a delivery always comes to an end.
     claimed = Delivery.objects.filter(due | abandoned, pk=delivery_id).update(
-        status=Delivery.Status.SENDING, claimed_until=hold, updated_at=now
+        status=Delivery.Status.SENDING,
+        claimed_until=hold,
+        attempts=F("attempts") + 1,
+        updated_at=now,
     )
     if not claimed:
         return None
@@ -54,9 +69,8 @@ def _is_final(answer: sender.Answer) -> bool:
 
 def _record(delivery: Delivery, answer: sender.Answer, *, final: bool = False) -> float | None:
     now = timezone.now()
-    attempts = delivery.attempts + 1
-    fields = {"attempts": attempts, "response_code": answer.status, "updated_at": now}
-    fields["claimed_until"] = None
+    attempts = delivery.attempts  # this attempt included (counted by its claim)
+    fields = {"response_code": answer.status, "claimed_until": None, "updated_at": now}
     retry_in = None
     if answer.is_ok:
         fields.update(status=Delivery.Status.DELIVERED, delivered_at=now)

@@ -256,3 +256,32 @@ def test_events_while_no_webhook_exists_are_never_sent_later(make_user):
     _fire(2)
     [delivery_id] = outbox_scan()
     assert Delivery.objects.get(pk=delivery_id, webhook=hook).payload["data"]["alert_id"] == 2
+
+
+@pytest.mark.django_db
+def test_an_attempt_that_never_finished_is_taken_up_again_and_counts(make_user, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.SWITCHYARD_WEBHOOK_MAX_ATTEMPTS = 3
+    rita = make_user("rita", role="release-managers")
+    with Receiver() as receiver:
+        webhook_create(actor=rita, url=receiver.url, secret=SECRET, events=["alert.fired"])
+        _fire(1)
+        _fire(2)
+        first, second = outbox_scan()
+        # As a worker killed in the middle of its POST leaves them: claimed, long ago.
+        long_ago = timezone.now() - timedelta(minutes=5)
+        gone = {"status": "sending", "claimed_until": long_ago, "queued_at": long_ago}
+        Delivery.objects.filter(pk=first).update(attempts=1, **gone)
+        Delivery.objects.filter(pk=second).update(attempts=3, **gone)
+        assert sorted(outbox_scan()) == [first, second]  # the scan queues both again
+        assert delivery_attempt(delivery_id=first) is None
+        assert delivery_attempt(delivery_id=second) is None
+        assert len(receiver.wait_for(1)) == 1
+    retried, ended = Delivery.objects.get(pk=first), Delivery.objects.get(pk=second)
+    assert (retried.status, retried.attempts, retried.response_code) == ("delivered", 2, 200)
+    assert (ended.status, ended.attempts) == ("failed", 3)
+    assert ended.last_error == "The last attempt never finished."
+    assert delivery_attempt(delivery_id=second) is None and len(receiver.requests) == 1
