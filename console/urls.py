@@ -9,6 +9,7 @@ from console import (
     telemetry_views,
     token_views,
     views,
+    webhook_views,
 )
 
 app_name = "console"
@@ -97,4 +98,12 @@ urlpatterns += [
     path("releases/<int:release_id>/", release_views.release_detail, name="release-detail"),
     path("releases/<int:release_id>/live/", release_views.release_live, name="release-live"),
     path("releases/<int:release_id>/act/", release_views.release_act, name="release-act"),
+]
+
+# Webhooks (console/webhook_views.py).
+urlpatterns += [
+    path("webhooks/", webhook_views.webhook_list, name="webhook-list"),
+    path("webhooks/<int:webhook_id>/", webhook_views.webhook_detail, name="webhook-detail"),
+    path("webhooks/<int:webhook_id>/toggle/", webhook_views.webhook_toggle, name="webhook-toggle"),
+    path("webhooks/<int:webhook_id>/remove/", webhook_views.webhook_remove, name="webhook-remove"),
 ]

@@ -108,6 +108,17 @@ OPERATION_NOTES = {
     "GET /api/v1/reports/budgets/": "Teams' monthly budgets with month-to-date use.",
     "PUT /api/v1/reports/budgets/{team}/": "Set (or, with null, remove) a team's monthly "
     "budget (managers).",
+    # Webhooks (release managers; docs/WEBHOOKS.md)
+    "GET /api/v1/webhooks/": "Webhooks with their events, minimum severity and format (never "
+    "the secret).",
+    "POST /api/v1/webhooks/": "A new webhook `{url, secret, events, min_severity, format}`; the "
+    "URL must lie in the allowed networks. Events from now on are delivered, signed.",
+    "GET /api/v1/webhooks/{webhook_id}/": "One webhook.",
+    "PATCH /api/v1/webhooks/{webhook_id}/": "Change a webhook's URL, secret, events, severity, "
+    "format or pause it (`is_active`).",
+    "DELETE /api/v1/webhooks/{webhook_id}/": "Delete a webhook and its delivery log (204).",
+    "GET /api/v1/webhooks/{webhook_id}/deliveries/": "The delivery log, newest first: status, "
+    "attempts, last error and response code; `?status=`.",
 }
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")

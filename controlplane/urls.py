@@ -15,6 +15,7 @@ api_v1 = [
     path("", include("releases.urls_api")),
     path("", include("telemetry.urls_api")),
     path("", include("reports.urls_api")),
+    path("", include("notifications.urls_api")),
 ]
 
 handler404 = "controlplane.openapi.handler404"

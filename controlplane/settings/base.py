@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "telemetry",
     "releases",
     "reports",
+    "notifications",
     "console",
     "observability",
 ]
@@ -196,6 +197,14 @@ CELERY_BEAT_SCHEDULE: dict = {
     "reports-cost-rollup": {"task": "reports.cost_rollup", "schedule": 300.0},
     # Hourly: rollup retention is in days, so an hour's lag in deleting is harmless and cheap.
     "telemetry-rollups-cleanup": {"task": "telemetry.rollups_cleanup", "schedule": 3600.0},
+    # Every 2 s: the webhook outbox scan reads only rows past its cursor (and the lookback
+    # window), a few indexed queries; a short cadence keeps a webhook within seconds of its row.
+    "notifications-outbox-scan": {"task": "notifications.outbox_scan", "schedule": 2.0},
+    # Hourly: finished webhook deliveries are kept for days, so an hour's lag is harmless.
+    "notifications-deliveries-prune": {
+        "task": "notifications.deliveries_prune",
+        "schedule": 3600.0,
+    },
     # Hourly: a key is replayed for SWITCHYARD_IDEMPOTENCY_KEY_HOURS; an hour's lag is harmless.
     "accounts-idempotency-keys-prune": {
         "task": "accounts.idempotency_keys_prune",
@@ -314,3 +323,14 @@ SWITCHYARD_METRICS_ALLOWED_NETWORKS = [
 SWITCHYARD_METRICS_QUEUES = env.list(
     "SWITCHYARD_METRICS_QUEUES", default=[CELERY_TASK_DEFAULT_QUEUE]
 )
+
+# Webhooks (notifications/, docs/WEBHOOKS.md): attempts per delivery (the first included),
+# the backoff base (base, 2 x base, 4 x base, ... between attempts), the timeout of one POST,
+# and how far back each outbox scan re-reads rows below its cursor (a transaction that
+# commits later than this after writing its row is not seen).
+SWITCHYARD_WEBHOOK_MAX_ATTEMPTS = env.int("SWITCHYARD_WEBHOOK_MAX_ATTEMPTS", default=6)
+SWITCHYARD_WEBHOOK_RETRY_BASE_S = env.float("SWITCHYARD_WEBHOOK_RETRY_BASE_S", default=10.0)
+SWITCHYARD_WEBHOOK_TIMEOUT_S = env.float("SWITCHYARD_WEBHOOK_TIMEOUT_S", default=5.0)
+SWITCHYARD_WEBHOOK_LOOKBACK_S = env.float("SWITCHYARD_WEBHOOK_LOOKBACK_S", default=60.0)
+# The delivery log keeps finished deliveries this many days.
+SWITCHYARD_WEBHOOK_LOG_DAYS = env.int("SWITCHYARD_WEBHOOK_LOG_DAYS", default=30)

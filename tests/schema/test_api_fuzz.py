@@ -108,6 +108,7 @@ def seeded(make_user):
     from deployments.models import Deployment, TritonCluster, TritonNode
     from deployments.services import serving_state_set
     from models_registry.services import alias_set, model_create, team_create
+    from notifications.models import Webhook
     from releases.models import Release
     from tests.registry.archives import register_risk_score_as
 
@@ -129,6 +130,9 @@ def seeded(make_user):
     )
     deployment = Deployment.objects.create(cluster=cluster, model=model, version=baseline)
     run = BenchmarkRun.objects.create(version=baseline, concurrency=[1])
+    hook = Webhook.objects.create(
+        url="http://127.0.0.1:9/hook", secret="fuzz-secret-0123456789", events=["alert.fired"]
+    )
     return Seeded(
         path_values={
             "model": ["fuzz-model"],
@@ -138,6 +142,7 @@ def seeded(make_user):
             "run_id": [run.pk],
             "deployment_id": [deployment.pk],
             "release_id": [release.pk],
+            "webhook_id": [hook.pk],
         },
         body_values={
             "cluster": ["fuzz-cluster"],
