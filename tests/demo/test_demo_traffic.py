@@ -8,10 +8,10 @@ import pytest
 from django.core.management import call_command
 from django.db import transaction
 
+from demo.traffic import Traffic, TrafficTarget, check_loopback
 from deployments.services import serving_state_set
 from integrations.triton.client import TritonClient
 from models_registry.services import model_create, model_version_register, team_create
-from telemetry.traffic import Traffic, TrafficTarget, check_loopback
 from tests.registry.archives import example_entries, tar_gz
 from tests.telemetry.live import db_cluster, load_example, unload
 
