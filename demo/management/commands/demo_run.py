@@ -18,6 +18,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from console.health import check_worker
 from demo.seed import demo_seed
 from demo.supervisor import Supervisor
 from demo.users import banner_lines, demo_users_create
@@ -158,13 +159,13 @@ class Command(BaseCommand):
     def _start_up(self, port: int, base: int, timeout_s: float) -> None:
         """Wait for each part in turn, saying so; seed once the web and the nodes answer."""
         deadline = time.monotonic() + timeout_s
-        web = f"http://127.0.0.1:{port}/healthz"
+        web = f"http://127.0.0.1:{port}/login/"
         nodes = [f"http://127.0.0.1:{base + 3 * i}/v2/health/ready" for i in range(NODES)]
         self._until("web", lambda: http_status(web) is not None, deadline)
         self._until("Triton nodes", lambda: all(http_status(u) == 200 for u in nodes), deadline)
         for line in demo_seed(base_port=base, nodes=NODES):
             self.say(line)
-        self._until("worker", lambda: http_status(web) == 200, deadline)
+        self._until("worker", lambda: check_worker().is_ok, deadline)
         router = f"http://127.0.0.1:{base + 80}/"
         self._until("router", lambda: http_status(router) is not None, deadline)
 
