@@ -153,6 +153,12 @@ def demo_models_register(*, actor) -> list:
     return first
 
 
+def demo_cluster_seed(*, base_port: int, nodes: int = 2) -> list[str]:
+    """The cluster with this run's ports, before the router and traffic start reading it."""
+    admin = get_user_model().objects.get(username="admin")
+    return demo_cluster_register(base_port=base_port, nodes=nodes, actor=admin)[1]
+
+
 def demo_seed(*, base_port: int, nodes: int = 2) -> list[str]:
     """Cluster, example models and first deployments for `make demo`; safe to run again."""
     admin = get_user_model().objects.get(username="admin")

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from console.health import check_worker
-from demo.seed import demo_seed
+from demo.seed import demo_cluster_seed, demo_seed
 from demo.supervisor import Supervisor
 from demo.users import banner_lines, demo_users_create
 from integrations.triton.local import port_is_free
@@ -119,6 +119,8 @@ class Command(BaseCommand):
         port, base = opts["port"], opts["triton_base_port"]
         self._check_ports(port, base)
         logins = demo_users_create()
+        for line in demo_cluster_seed(base_port=base, nodes=NODES):  # before the router starts
+            self.say(line)
         log_dir = Path(opts["log_dir"] or settings.SWITCHYARD_VAR_DIR / "log")
         commands = demo_commands(port=port, base_port=base, var_dir=settings.SWITCHYARD_VAR_DIR)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
