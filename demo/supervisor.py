@@ -18,7 +18,8 @@ from pathlib import Path
 
 # Log lines worth a terminal line: Python's and Celery's levels, tracebacks, nginx's [emerg].
 NOTEWORTHY = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL)\b|Traceback|\[(emerg|alert|crit)\]")
-ECHO_PER_MINUTE = 5  # per process; the rest stays in its log file
+ECHO_PER_MINUTE = 3  # per process; the rest stays in its log file ...
+ECHO_TOTAL_PER_MINUTE = 8  # ... and all processes together: the banner stays in sight
 MAX_RESTART_DELAY_S = 30.0
 STABLE_AFTER_S = 60.0  # a process that ran this long starts its restart delays afresh
 
@@ -52,6 +53,7 @@ class Supervisor:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.children = [Child(n, list(a), log_dir / f"{n}.log") for n, a in commands.items()]
         self.env, self.cwd, self.say = dict(env), cwd, say
+        self.echoed: list[float] = []  # times of recent echoed lines, all processes
 
     def start_all(self) -> None:
         for child in self.children:
@@ -78,7 +80,6 @@ class Supervisor:
             self._echo(child, now)
             if child.restart_at is not None:
                 if now >= child.restart_at:
-                    self.say(f"restarting {child.name} (restart {child.restarts})")
                     self._start(child)
             elif child.proc is not None and child.proc.poll() is not None:
                 self._schedule_restart(child, now)
@@ -90,8 +91,8 @@ class Supervisor:
         delay = min(2.0 ** (child.restarts - 1), MAX_RESTART_DELAY_S)
         child.restart_at = now + delay
         self.say(
-            f"warning: {child.name} exited with code {child.proc.returncode}; "
-            f"restarting it in {delay:.0f} s (its log: {child.log_path})"
+            f"warning: {child.name} exited with code {child.proc.returncode}; restart "
+            f"{child.restarts} in {delay:.0f} s (its log: {child.log_path})"
         )
 
     def _echo(self, child: Child, now: float) -> None:
@@ -110,14 +111,16 @@ class Supervisor:
 
     def _echo_line(self, child: Child, line: str, now: float) -> None:
         child.echoed = [t for t in child.echoed if now - t < 60]
-        if len(child.echoed) >= ECHO_PER_MINUTE:
+        self.echoed = [t for t in self.echoed if now - t < 60]
+        if len(child.echoed) >= ECHO_PER_MINUTE or len(self.echoed) >= ECHO_TOTAL_PER_MINUTE:
             child.muted += 1
             return
         if child.muted:
-            self.say(f"{child.name}: ({child.muted} more in {child.log_path})")
+            line = f"{line}  (and {child.muted} more in {child.log_path})"
             child.muted = 0
         child.echoed.append(now)
-        self.say(f"{child.name}: {line[:200]}")
+        self.echoed.append(now)
+        self.say(f"{child.name}: {line[:300]}")
 
     def stop_all(self, grace_s: float = 20.0) -> None:
         """SIGTERM to every process's session, SIGKILL to what is left after grace_s."""

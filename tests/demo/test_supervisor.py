@@ -36,12 +36,13 @@ def test_a_dead_process_is_restarted_and_reported_the_others_run_on(tmp_path, mo
                      cwd=tmp_path, say=said.append)  # fmt: skip
     sup.start_all()
     steady, crash, stubborn = sup.children
-    first_steady = steady.proc.pid
+    first_steady, first_crash = steady.proc.pid, crash.proc.pid
     try:
         _run(sup, 4.5)  # the crash restarts after 1 s, then 2 s: three runs in all
+        assert crash.proc.pid != first_crash
         assert steady.proc.pid == first_steady and steady.proc.poll() is None
-        exits = [s for s in said if s.startswith("warning: crash exited with code 3")]
-        assert len(exits) >= 2 and "restarting crash (restart 2)" in said, said
+        exits = [s for s in said if s.startswith("warning: crash exited with code 3; restart")]
+        assert len(exits) >= 2 and "restart 2 in 2 s" in exits[1], said
         assert said.count("crash: ERROR boom") == 2  # the limit; the rest stays in the log
         assert not [s for s in said if s.startswith(("steady", "warning: steady"))]
         assert (tmp_path / "log" / "crash.log").read_text().count("ERROR boom") >= 3
