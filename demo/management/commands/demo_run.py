@@ -141,7 +141,8 @@ class Command(BaseCommand):
         except _Stop:
             self.say("stopping every demo process ...")
         finally:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this
+            for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut this
+                signal.signal(sig, signal.SIG_IGN)
             self.supervisor.stop_all()
             self.say("demo stopped.")
 
