@@ -68,6 +68,11 @@ def test_make_demo_is_quiet_logs_to_files_and_stops_everything(transactional_db,
     tag = f"demo-test-{uuid.uuid4().hex[:8]}"
     env = child_environment(
         REDIS_URL=settings.REDIS_URL,
+        # The SWITCHYARD_ names and the old ones they replace: whichever the settings read
+        # (an old name alone would log a deprecation warning into the quiet terminal).
+        SWITCHYARD_CELERY_QUEUE=tag,
+        SWITCHYARD_CACHE_KEY_PREFIX=tag,
+        SWITCHYARD_CHANNEL_LAYER_PREFIX=tag,
         CELERY_QUEUE=tag,
         CACHE_KEY_PREFIX=tag,
         CHANNEL_LAYER_PREFIX=tag,
