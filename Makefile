@@ -10,8 +10,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 .PHONY: demo test setup system lint format migrate clean api-docs
 
 demo: migrate
-	@$(BIN)/python manage.py demo_setup --port $(PORT) --triton-base-port $(TRITON_BASE_PORT)
-	@SWITCHYARD_PORT=$(PORT) $(BIN)/honcho -f Procfile.demo start
+	@$(BIN)/python manage.py demo_run --port $(PORT) --triton-base-port $(TRITON_BASE_PORT)
 
 test: setup
 	$(BIN)/ruff check .

@@ -32,12 +32,3 @@ class ReleaseManagersWrite(_RoleWrites):
     """Clusters, deployments, releases, unloads: release managers write."""
 
     write_roles = (Role.RELEASE_MANAGERS.value,)
-
-
-class ManagersRead(BasePermission):
-    """Reports: managers (and superusers) only."""
-
-    message = "Reports need the managers role."
-
-    def has_permission(self, request, view) -> bool:
-        return user_has_role(request.user, Role.MANAGERS.value)

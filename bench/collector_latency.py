@@ -107,8 +107,8 @@ def setup_database(nodes):
 
 def load_model(nodes) -> bytes:
     """Load the example on every node; one KServe JSON request body for it."""
+    from demo.traffic import request_body
     from integrations.triton.client import TritonClient
-    from telemetry.traffic import request_body
     from tests.exampledata import example_config_json, example_files
 
     files = {k.removeprefix("file:"): v for k, v in example_files("risk_score", 2).items()}

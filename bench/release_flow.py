@@ -31,7 +31,8 @@ BEFORE_S = 20  # steady traffic measured before the release starts
 AFTER_S = float(os.environ.get("BENCH_AFTER_S", 5))  # ... and after it ended (candidate alone)
 TICK_S = float(os.environ.get("BENCH_TICK_S", 1.0))  # celery beat ticks active releases every 1 s
 # The control plane yields the CPU to the data plane it shares cores with: `make demo` runs
-# the worker at nice 10 (Procfile.demo), and so does the bench's ticker; 0 to compare.
+# the worker at nice 10 (demo/management/commands/demo_run.py), and so does the bench's
+# ticker; 0 to compare.
 TICK_NICE = int(os.environ.get("BENCH_TICK_NICE", 10))
 # A p99 over ~6000 requests moves with scheduling hiccups: on the 2-core VM the p99 of 5 s
 # windows of steady traffic varies by up to 1.3x with nothing else happening. Median of runs.

@@ -12,14 +12,11 @@ from django.db.models import Avg, F, Max, Sum
 from deployments.models import TritonCluster, TritonNode
 from deployments.validation import cluster_metrics, node_urls_check
 from integrations.metrics_source import MetricsSettings, MetricsSettingsError
-from models_registry.models import Model
 from telemetry.collector import Target
 from telemetry.models import Rollup
 
 MAX_POINTS = 20000
 log = logging.getLogger(__name__)
-# A model with this tag is served but never called by demo traffic (a "ghost").
-NO_DEMO_TRAFFIC_TAG = "no-demo-traffic"
 
 
 @dataclass(frozen=True)
@@ -156,33 +153,4 @@ def node_series(*, since: datetime, cluster: str, node: str = "") -> list[dict]:
             "gpu_util": r["gpu"],
         }
         for r in grouped.order_by("minute", "node_name")[:MAX_POINTS]
-    ]
-
-
-def demo_targets(*, cluster: TritonCluster) -> list:
-    """Traffic targets for every serving model of a cluster: through its router when it has
-    a URL (unversioned, as clients call), else at each node for each serving version.
-    Models tagged NO_DEMO_TRAFFIC_TAG get none (the demo's ghost for cost reports)."""
-    from deployments.selectors import desired_state
-    from integrations.triton.client import TritonClient
-    from telemetry.traffic import TrafficTarget, check_loopback, request_body
-
-    nodes = list(cluster.nodes.all())
-    desired = desired_state(cluster=cluster)
-    quiet = Model.objects.filter(name__in=list(desired), tags__contains=[NO_DEMO_TRAFFIC_TAG])
-    for name in quiet.values_list("name", flat=True):
-        desired.pop(name)
-    if not nodes or not desired:
-        return []
-    with TritonClient(nodes[0].http_url, nodes[0].grpc_url or None, timeout_s=5) as client:
-        bodies = {m: request_body(client.model_config(m)) for m in desired}
-    router = (cluster.router or {}).get("url", "")
-    if router:
-        base = f"http://{check_loopback(router)}"
-        return [TrafficTarget(base, m, "", body) for m, body in bodies.items()]
-    return [
-        TrafficTarget(node.http_url, model, str(version), bodies[model])
-        for model, versions in desired.items()
-        for version in versions
-        for node in nodes
     ]

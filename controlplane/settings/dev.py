@@ -3,6 +3,8 @@
 from .base import *  # noqa: F403
 
 DEBUG = True
+# The demo tooling (make demo, demo_traffic, triton_local) is not a product app: only here.
+INSTALLED_APPS = [*INSTALLED_APPS, "demo"]  # noqa: F405
 
 # Static files come straight from the finders (WhiteNoise autorefresh); no collectstatic.
 STATIC_ROOT = None

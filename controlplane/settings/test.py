@@ -38,6 +38,8 @@ REST_FRAMEWORK = {  # noqa: F405
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SWITCHYARD_VAR_DIR = BASE_DIR / "var" / "test"  # noqa: F405
+# The demo tooling (make demo, demo_traffic, triton_local) is not a product app: only here.
+INSTALLED_APPS = [*INSTALLED_APPS, "demo"]  # noqa: F405
 
 # Static files come straight from the finders (WhiteNoise autorefresh); no collectstatic.
 STATIC_ROOT = None

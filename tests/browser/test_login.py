@@ -2,7 +2,7 @@
 
 import pytest
 
-from console.demo import demo_users_create
+from demo.users import demo_users_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

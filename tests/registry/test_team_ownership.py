@@ -315,7 +315,8 @@ def test_superusers_manage_members_on_the_model_page(world):
 
 
 def test_the_demo_puts_ada_in_the_demo_teams(settings, tmp_path, django_user_model):
-    from console.demo import DEMO_MODELS, demo_models_register, demo_users_create
+    from demo.seed import DEMO_MODELS, demo_models_register
+    from demo.users import demo_users_create
 
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
     settings.SWITCHYARD_VAR_DIR = tmp_path / "var"

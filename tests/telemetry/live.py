@@ -8,10 +8,10 @@ import json
 import threading
 from contextlib import contextmanager
 
+from demo.traffic import Traffic, TrafficTarget, request_body
 from deployments.models import TritonCluster, TritonNode
 from integrations.triton.client import TritonClient
 from telemetry.runner import CollectorRunner
-from telemetry.traffic import Traffic, TrafficTarget, request_body
 from tests.exampledata import example_config_json, example_files
 
 

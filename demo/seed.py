@@ -1,49 +1,35 @@
-"""Demo-only helpers for `make demo`: users per role with fresh, printed passwords."""
+"""The demo's data: the local cluster and its nodes, the example models, first deployments.
 
-import json
-import secrets
-from pathlib import Path
+Every write goes through the product services, so the demo's rows are audited like any other.
+"""
+
+import io
+import tarfile
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.db import transaction
 
-DEMO_USERS = (
-    ("ada", "algorithm", "algorithm team"),
-    ("rita", "release-managers", "release manager"),
-    ("max", "managers", "manager"),
-    ("admin", None, "superuser"),
+from demo.ghost import demo_ghost_seed
+from deployments.models import TritonCluster
+from deployments.services import (
+    DeploymentError,
+    cluster_create,
+    cluster_update,
+    deployment_create,
+    node_create,
+    node_remove,
+    serving_versions,
 )
-
-
-def demo_logins_path() -> Path:
-    return settings.SWITCHYARD_VAR_DIR / "demo" / "logins.json"
-
-
-@transaction.atomic
-def demo_users_create() -> list[dict]:
-    """Create or reset one user per role (and a superuser); returns their new passwords."""
-    User = get_user_model()
-    logins = []
-    for username, group, role in DEMO_USERS:
-        password = secrets.token_urlsafe(9)
-        user, _ = User.objects.get_or_create(username=username)
-        user.set_password(password)
-        user.is_superuser = user.is_staff = group is None
-        user.save()
-        user.groups.set([Group.objects.get_or_create(name=group)[0]] if group else [])
-        logins.append({"username": username, "password": password, "role": role})
-    path = demo_logins_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(logins, indent=1))
-    path.chmod(0o600)
-    return logins
-
-
-def demo_logins() -> list[dict]:
-    return json.loads(demo_logins_path().read_text())
-
+from models_registry.models import Model, Team
+from models_registry.services import (
+    Provenance,
+    alias_set,
+    model_create,
+    model_version_register,
+    team_create,
+    team_member_add,
+)
 
 # The algorithm user writes the demo teams' models (team ownership: docs/SECURITY.md).
 DEMO_TEAM_MEMBERS = ("ada",)
@@ -74,10 +60,7 @@ DEMO_MODELS = (
 )
 
 
-def _archive(model: str, variant: int):
-    import io
-    import tarfile
-
+def _archive(model: str, variant: int) -> io.BytesIO:
     buf = io.BytesIO()
     root = EXAMPLES / model
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
@@ -89,61 +72,61 @@ def _archive(model: str, variant: int):
     return buf
 
 
-def demo_cluster_register(*, base_port: int, nodes: int, actor):
-    """The local demo cluster and its nodes (URLs refreshed when the ports changed)."""
-    from django.db import transaction
-
+def demo_cluster_register(*, base_port: int, nodes: int, actor) -> tuple[TritonCluster, list]:
+    """The local demo cluster and its nodes (router and node URLs follow the ports); what
+    could not be done, as lines for the terminal."""
     with transaction.atomic():  # run_router starts once the cluster exists: nodes included
-        return _demo_cluster_register(base_port=base_port, nodes=nodes, actor=actor)
+        cluster = _demo_cluster(base_port=base_port, actor=actor)
+        lines = [
+            _demo_node(cluster, name=f"node{i + 1}", port=base_port + 3 * i, actor=actor)
+            for i in range(nodes)
+        ]
+    return cluster, [line for line in lines if line]
 
 
-def _demo_cluster_register(*, base_port: int, nodes: int, actor):
-    from deployments.models import TritonCluster, TritonNode
-    from deployments.services import cluster_create, node_create
-
+def _demo_cluster(*, base_port: int, actor) -> TritonCluster:
     router = {
         "driver": "nginx",
         "listen": f"127.0.0.1:{base_port + 80}",
         "url": f"http://127.0.0.1:{base_port + 80}",
     }
-    cluster = TritonCluster.objects.filter(name="local").first() or cluster_create(
-        actor=actor,
-        name="local",
-        environment="staging",
-        push_mode="upload",
-        router=router,
-        metrics={"source": "scrape"},
-        gpu_type="CPU only",
-        node_hourly_cost="0.50",
-    )
+    cluster = TritonCluster.objects.filter(name="local").first()
+    if cluster is None:
+        return cluster_create(
+            actor=actor,
+            name="local",
+            environment="staging",
+            push_mode="upload",
+            router=router,
+            metrics={"source": "scrape"},
+            gpu_type="CPU only",
+            node_hourly_cost="0.50",
+        )
     if cluster.router != router:  # ports changed since the last demo
-        TritonCluster.objects.filter(pk=cluster.pk).update(router=router)
-        cluster.router = router
-    for i in range(nodes):
-        port = base_port + 3 * i
-        urls = {
-            "http_url": f"http://127.0.0.1:{port}",
-            "grpc_url": f"127.0.0.1:{port + 1}",
-            "metrics_url": f"http://127.0.0.1:{port + 2}/metrics",
-        }
-        name = f"node{i + 1}"
-        if not TritonNode.objects.filter(cluster=cluster, name=name).update(**urls):
-            node_create(cluster=cluster, actor=actor, name=name, **urls)
+        cluster = cluster_update(cluster=cluster, actor=actor, router=router)
     return cluster
+
+
+def _demo_node(cluster: TritonCluster, *, name: str, port: int, actor) -> str:
+    urls = {
+        "http_url": f"http://127.0.0.1:{port}",
+        "grpc_url": f"127.0.0.1:{port + 1}",
+        "metrics_url": f"http://127.0.0.1:{port + 2}/metrics",
+    }
+    node = cluster.nodes.filter(name=name).first()
+    if node is not None and all(getattr(node, k) == v for k, v in urls.items()):
+        return ""
+    try:
+        if node is not None:  # ports changed since the last demo: the node is a new one
+            node_remove(node=node, actor=actor)
+        node_create(cluster=cluster, actor=actor, name=name, **urls)
+    except DeploymentError as exc:
+        return f"warning: {name} keeps its old addresses: {exc.message}"
+    return ""
 
 
 def demo_models_register(*, actor) -> list:
     """Register the example models once; returns the versions to deploy first."""
-    from models_registry.models import Model, Team
-    from models_registry.services import (
-        Provenance,
-        alias_set,
-        model_create,
-        model_version_register,
-        team_create,
-        team_member_add,
-    )
-
     first = []
     for name, team, description, tags, sla, variants in DEMO_MODELS:
         team_obj = Team.objects.filter(name=team).first() or team_create(name=team, actor=actor)
@@ -170,13 +153,16 @@ def demo_models_register(*, actor) -> list:
     return first
 
 
+def demo_cluster_seed(*, base_port: int, nodes: int = 2) -> list[str]:
+    """The cluster with this run's ports, before the router and traffic start reading it."""
+    admin = get_user_model().objects.get(username="admin")
+    return demo_cluster_register(base_port=base_port, nodes=nodes, actor=admin)[1]
+
+
 def demo_seed(*, base_port: int, nodes: int = 2) -> list[str]:
     """Cluster, example models and first deployments for `make demo`; safe to run again."""
-    from deployments.services import DeploymentError, deployment_create, serving_versions
-
     admin = get_user_model().objects.get(username="admin")
-    cluster = demo_cluster_register(base_port=base_port, nodes=nodes, actor=admin)
-    lines = []
+    cluster, lines = demo_cluster_register(base_port=base_port, nodes=nodes, actor=admin)
     for version in demo_models_register(actor=admin):
         if serving_versions(cluster=cluster, model=version.model):
             continue
@@ -185,6 +171,4 @@ def demo_seed(*, base_port: int, nodes: int = 2) -> list[str]:
             lines.append(f"deploying {version.model.name} v{version.version} on {cluster.name}")
         except DeploymentError as exc:
             lines.append(f"not deployed: {exc.message}")
-    from console.cost_demo import demo_ghost_seed
-
     return lines + demo_ghost_seed(cluster=cluster, actor=admin)

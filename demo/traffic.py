@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import itertools
 import json
+import logging
 import random
 import threading
 import time
@@ -23,6 +24,7 @@ import numpy as np
 from integrations.triton.inputs import generate_inputs, triton_datatype
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost"})
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ class Traffic:
             raise ValueError("Traffic needs at least one target and a positive rate.")
         for target in targets:
             check_loopback(target.base_url)
-        self.targets, self.rps, self.workers = targets, rps, workers
+        self.targets: tuple[TrafficTarget, ...] = tuple(targets)
+        self.rps, self.workers = rps, workers
         self.users = [f"user-{i:04d}" for i in range(users)]
         self.stats = TrafficStats()
         self._stop = threading.Event()
@@ -120,6 +123,12 @@ class Traffic:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    def retarget(self, targets: list[TrafficTarget]) -> None:
+        """Send to these targets from now on (none: the slots pass without a request)."""
+        for target in targets:
+            check_loopback(target.base_url)
+        self.targets = tuple(targets)
+
     def _next_slot(self) -> tuple[int, float]:
         with self._lock:
             k = next(self._slots)
@@ -133,11 +142,25 @@ class Traffic:
                 k, due = self._next_slot()
                 if self._stop.wait(timeout=max(0.0, due - time.monotonic())):
                     break
-                target = self.targets[k % len(self.targets)]
-                self._send(connections, target, rng.choice(self.users))
+                targets = self.targets  # one read: retarget() may swap the tuple
+                if targets:
+                    self._send_logged(connections, targets[k % len(targets)], rng)
         finally:
             for conn in connections.values():
                 conn.close()
+
+    def _send_logged(self, connections: dict, target: TrafficTarget, rng) -> None:
+        """One request; whatever goes wrong is counted and logged, never ends the thread."""
+        try:
+            self._send(connections, target, rng.choice(self.users))
+        except Exception as exc:  # noqa: BLE001 - the demo's traffic carries on
+            log.warning("request to %s failed: %r", target.path, exc)
+            for conn in connections.values():
+                conn.close()
+            connections.clear()
+            with self._lock:
+                self.stats.sent += 1
+                self.stats.by_status[type(exc).__name__] += 1
 
     def _send(self, connections: dict, target: TrafficTarget, user: str) -> None:
         host = check_loopback(target.base_url)

@@ -5,12 +5,12 @@ import uuid
 import pytest
 from django.db import transaction
 
-from console.cost_demo import GHOST_MODEL, demo_ghost_seed
+from demo.ghost import GHOST_MODEL, demo_ghost_seed
+from demo.targets import NO_DEMO_TRAFFIC_TAG, demo_targets
 from deployments.models import Deployment
 from deployments.services import serving_state_set
 from models_registry.models import Model
 from models_registry.services import team_create
-from telemetry.selectors import NO_DEMO_TRAFFIC_TAG, demo_targets
 from tests.telemetry.live import db_cluster, load_example, unload
 
 pytestmark = pytest.mark.django_db

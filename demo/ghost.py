@@ -6,7 +6,10 @@ import tarfile
 
 from django.conf import settings
 
-from telemetry.selectors import NO_DEMO_TRAFFIC_TAG
+from demo.targets import NO_DEMO_TRAFFIC_TAG
+from deployments.services import DeploymentError, deployment_create, serving_versions
+from models_registry.models import Model
+from models_registry.services import Provenance, model_create, model_version_register
 
 GHOST_MODEL = "fraud_legacy"
 _SOURCE = settings.BASE_DIR / "examples" / "model_repository" / "risk_score"
@@ -29,11 +32,7 @@ def _ghost_archive() -> io.BytesIO:
 
 
 def demo_ghost_seed(*, cluster, actor) -> list[str]:
-    """Register and deploy the ghost model once; what was done, as lines for the banner."""
-    from deployments.services import DeploymentError, deployment_create, serving_versions
-    from models_registry.models import Model
-    from models_registry.services import Provenance, model_create, model_version_register
-
+    """Register and deploy the ghost model once; what was done, as lines for the terminal."""
     model = Model.objects.filter(name=GHOST_MODEL).first()
     if model is None:
         model = model_create(

@@ -1,0 +1,184 @@
+"""`make demo`: the whole console against two local Triton nodes, quietly.
+
+Checks the ports, makes one demo user per role (fresh passwords), starts every process under
+the demo's supervisor (each one logging to its own file), says how start-up goes, seeds the
+demo's data once the web and the nodes answer, and prints the banner last once the web, the
+worker, the nodes and the router answer. Ctrl-C (or SIGTERM) stops everything.
+"""
+
+import os
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from console.health import check_worker
+from demo.seed import demo_cluster_seed, demo_seed
+from demo.supervisor import Supervisor
+from demo.users import banner_lines, demo_users_create
+from integrations.triton.local import port_is_free
+
+NODES = 2
+
+
+def demo_commands(*, port: int, base_port: int, var_dir: Path) -> dict[str, list[str]]:
+    """The demo's processes. The control plane runs at nice 10 so that on shared cores the
+    data plane (Triton, nginx, traffic) keeps its latency."""
+    py, nice = sys.executable, ["nice", "-n", "10"]
+    celery = [py, "-m", "celery", "-A", "controlplane"]
+    return {
+        "triton": [
+            py,
+            "manage.py",
+            "triton_local",
+            "--nodes",
+            str(NODES),
+            "--base-port",
+            str(base_port),
+        ],
+        "web": [
+            py,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "controlplane.asgi:application",
+        ],
+        "worker": [
+            *nice,
+            *celery,
+            "worker",
+            "--loglevel=INFO",
+            "--concurrency=2",
+            f"--hostname=demo-worker-{port}@%h",
+        ],
+        "beat": [
+            *nice,
+            *celery,
+            "beat",
+            "--loglevel=INFO",
+            f"--schedule={var_dir / 'celerybeat-schedule'}",
+        ],
+        "collector": [*nice, py, "manage.py", "run_collector", "--interval", "1"],
+        "router": [py, "manage.py", "run_router", "--cluster", "local", "--wait", "300"],
+        "traffic": [
+            py,
+            "manage.py",
+            "demo_traffic",
+            "--cluster",
+            "local",
+            "--rps",
+            "40",
+            "--wait",
+            "300",
+        ],
+    }
+
+
+def http_status(url: str) -> int | None:
+    """The HTTP status `url` answers with; None when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:  # noqa: S310 - loopback only
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
+class _Stop(Exception):
+    """Ctrl-C or SIGTERM: stop everything."""
+
+
+def _raise_stop(*_):
+    raise _Stop
+
+
+class Command(BaseCommand):
+    help = "Run the demo (DEMO ONLY: passwords are printed); Ctrl-C stops everything."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--triton-base-port", type=int, default=18000)
+        parser.add_argument("--timeout", type=float, default=300.0, help="start-up limit, s")
+        parser.add_argument("--log-dir", default="", help="default: $SWITCHYARD_VAR_DIR/log")
+
+    def say(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
+    def handle(self, *args, **opts):
+        port, base = opts["port"], opts["triton_base_port"]
+        self._check_ports(port, base)
+        logins = demo_users_create()
+        for line in demo_cluster_seed(base_port=base, nodes=NODES):  # before the router starts
+            self.say(line)
+        log_dir = Path(opts["log_dir"] or settings.SWITCHYARD_VAR_DIR / "log")
+        commands = demo_commands(port=port, base_port=base, var_dir=settings.SWITCHYARD_VAR_DIR)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.supervisor = Supervisor(
+            commands, log_dir=log_dir, env=env, cwd=settings.BASE_DIR, say=self.say
+        )
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _raise_stop)
+        try:
+            self.say(f"starting {', '.join(commands)}; each logs to {log_dir}/<name>.log")
+            self.supervisor.start_all()
+            self._start_up(port, base, opts["timeout"])
+            url = f"http://127.0.0.1:{port}/"
+            self.say("\n".join(banner_lines(url=url, logins=logins, log_dir=str(log_dir))))
+            while True:
+                self.supervisor.check()
+                time.sleep(0.5)
+        except _Stop:
+            self.say("stopping every demo process ...")
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut this
+                signal.signal(sig, signal.SIG_IGN)
+            self.supervisor.stop_all()
+            self.say("demo stopped.")
+
+    def _check_ports(self, port: int, base: int) -> None:
+        if not port_is_free(port):
+            raise CommandError(
+                f"Port {port} on 127.0.0.1 is in use: stop what holds it, "
+                f"or run `make demo PORT={port + 10}`."
+            )
+        busy = [p for p in (*range(base, base + 3 * NODES), base + 80) if not port_is_free(p)]
+        if busy:
+            raise CommandError(
+                f"Port {busy[0]} (local Triton nodes and router) is in use: stop what holds it, "
+                f"or run `make demo TRITON_BASE_PORT={base + 100}`."
+            )
+
+    def _start_up(self, port: int, base: int, timeout_s: float) -> None:
+        """Wait for each part in turn, saying so; seed once the web and the nodes answer."""
+        deadline = time.monotonic() + timeout_s
+        web = f"http://127.0.0.1:{port}/login/"
+        nodes = [f"http://127.0.0.1:{base + 3 * i}/v2/health/ready" for i in range(NODES)]
+        self._until("web", lambda: http_status(web) is not None, deadline)
+        self._until("Triton nodes", lambda: all(http_status(u) == 200 for u in nodes), deadline)
+        for line in demo_seed(base_port=base, nodes=NODES):
+            self.say(line)
+        self._until("worker", lambda: check_worker().is_ok, deadline)
+        router = f"http://127.0.0.1:{base + 80}/"
+        self._until("router", lambda: http_status(router) is not None, deadline)
+
+    def _until(self, what: str, answers: Callable[[], bool], deadline: float) -> None:
+        started = time.monotonic()
+        while time.monotonic() < deadline:
+            if answers():
+                verb = "answer" if what.endswith("s") else "answers"
+                self.say(f"{what} {verb} ({time.monotonic() - started:.0f} s)")
+                return
+            self.supervisor.check()
+            time.sleep(0.5)
+        self.say(f"warning: {what} did not answer in time; see its log")

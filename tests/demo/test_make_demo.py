@@ -1,0 +1,143 @@
+"""`make demo` for real: the launcher `make demo` runs (`manage.py demo_run`) with every
+process, on free ports, a database and Redis keys of its own. The terminal stays quiet
+(under 60 lines, the banner last), each process logs to its file, and Ctrl-C (SIGINT) leaves
+no process behind."""
+
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from demo.users import BANNER_RULE
+from integrations.triton.local import port_is_free
+from tests.conftest import ROOT, child_environment, wait_for
+
+PROCESSES = ("triton", "web", "worker", "beat", "collector", "router", "traffic")
+
+
+def _demo_ports() -> tuple[int, int]:
+    """A web port and a Triton base port whose nodes (base..base+5) and router (+80) are free."""
+    for _ in range(200):
+        base = random.randrange(30000, 50000, 100)
+        port = base + 90
+        if all(port_is_free(p) for p in (*range(base, base + 6), base + 80, port)):
+            return port, base
+    raise RuntimeError("no free ports for the demo")
+
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process, from /proc."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z":  # a zombie has ended already
+            table[int(entry.name)] = (int(fields[1]), cmdline)
+    return table
+
+
+def _demo_processes(root_pid: int, var_dir: Path) -> set[int]:
+    """The launcher's descendants, and processes naming the demo's var folder (nginx
+    daemonizes, so it is no descendant)."""
+    table = _process_table()
+    found = {pid for pid, (_, cmd) in table.items() if str(var_dir) in cmd}
+    frontier = {root_pid}
+    while frontier:
+        found |= frontier
+        frontier = {pid for pid, (ppid, _) in table.items() if ppid in frontier} - found
+    return found
+
+
+@pytest.mark.triton
+def test_make_demo_is_quiet_logs_to_files_and_stops_everything(transactional_db, tmp_path):
+    port, base = _demo_ports()
+    var_dir = tmp_path / "var"
+    tag = f"demo-test-{uuid.uuid4().hex[:8]}"
+    env = child_environment(
+        REDIS_URL=settings.REDIS_URL,
+        # The SWITCHYARD_ names and the old ones they replace: whichever the settings read
+        # (an old name alone would log a deprecation warning into the quiet terminal).
+        SWITCHYARD_CELERY_QUEUE=tag,
+        SWITCHYARD_CACHE_KEY_PREFIX=tag,
+        SWITCHYARD_CHANNEL_LAYER_PREFIX=tag,
+        CELERY_QUEUE=tag,
+        CACHE_KEY_PREFIX=tag,
+        CHANNEL_LAYER_PREFIX=tag,
+        SWITCHYARD_VAR_DIR=str(var_dir),
+    )
+    env["DJANGO_SETTINGS_MODULE"] = "controlplane.settings.dev"  # as `make demo` runs it
+    args = ["manage.py", "demo_run", "--port", str(port), "--triton-base-port", str(base)]
+    launched = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    running: set[int] = set()
+    try:
+        wait_for(
+            lambda: lines.count(BANNER_RULE) >= 2,
+            timeout_s=150,
+            what="the demo's banner",
+            proc=proc,
+        )
+        # What comes after the banner shows here (at least 45 s after the launch).
+        time.sleep(max(3.0, 45 - (time.monotonic() - launched)))
+        seen = list(lines)
+        assert len(seen) < 60, "\n".join(seen)
+        assert seen[-1] == BANNER_RULE, "\n".join(seen)  # the banner is last ...
+        banner = seen[seen.index(BANNER_RULE) :]
+        assert f"http://127.0.0.1:{port}/" in banner[1] and len(banner) == 10, banner
+        assert [line.split()[0] for line in banner[3:7]] == ["ada", "rita", "max", "admin"]
+        for expected in ("web answers", "Triton nodes answer", "worker answers", "router answers"):
+            assert any(line.startswith(expected) for line in seen), (expected, seen)
+        logs = var_dir / "log"
+        assert sorted(p.stem for p in logs.glob("*.log")) == sorted(PROCESSES)
+        assert "Triton nodes are ready" in (logs / "triton.log").read_text()
+        assert "ready." in (logs / "worker.log").read_text()  # celery's "... ready."
+        assert "listening on" in (logs / "router.log").read_text()
+        wait_for(
+            lambda: "demo traffic:" in (logs / "traffic.log").read_text(),
+            timeout_s=60,
+            what="demo traffic",
+        )
+        running = _demo_processes(proc.pid, var_dir)
+        commands = " ".join(cmd for pid, (_, cmd) in _process_table().items() if pid in running)
+        assert commands.count("bin/tritonserver") == 2 and "nginx: master" in commands
+    finally:
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        try:
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            reader.join(timeout=10)
+    assert proc.returncode == 0 and lines[-1] == "demo stopped.", lines[-5:]
+    wait_for(
+        lambda: not (running & set(_process_table())), timeout_s=20, what="every process stopped"
+    )
+    assert all(port_is_free(p) for p in (port, base, base + 3, base + 80))
