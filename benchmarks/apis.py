@@ -8,27 +8,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import inputs
+from accounts.errors import NotFound, Refused
 from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import AlgorithmWrites
 from benchmarks import selectors, services
 from benchmarks.models import BenchmarkRun
-from benchmarks.services import BenchmarkError
 from deployments.selectors import cluster_get
 from models_registry.selectors import model_version_find, model_version_or_404
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
-
-
-def _refused(exc: BenchmarkError, *, file_name: str = "") -> Response:
-    error = {"message": exc.message}
-    if exc.field == "file":
-        error["file"] = file_name
-    elif exc.field:
-        error["field"] = exc.field
-    if exc.line is not None:
-        error["line"] = exc.line
-    return Response({"errors": [error]}, status=exc.status)
 
 
 class BenchmarkSerializer(serializers.Serializer):
@@ -107,18 +96,13 @@ class BenchmarkCreateApi(APIView):
         model, number = body.pop("model"), body.pop("version")
         version = model_version_find(model_name=model, version=number)
         if version is None:
-            message = f"Model '{model}' has no version {number}."
-            return Response({"errors": [{"field": "version", "message": message}]}, status=404)
+            raise NotFound(f"Model '{model}' has no version {number}.", field="version")
         cluster = cluster_get(name=body.pop("cluster"))
         if cluster is None:
-            message = f"No cluster named '{request.data.get('cluster')}'."
-            return Response({"errors": [{"field": "cluster", "message": message}]}, status=404)
-        try:
-            run = services.benchmark_create(
-                version=version, cluster=cluster, actor=request.user, **body
-            )
-        except BenchmarkError as exc:
-            return _refused(exc)
+            raise NotFound(f"No cluster named '{request.data.get('cluster')}'.", field="cluster")
+        run = services.benchmark_create(
+            version=version, cluster=cluster, actor=request.user, **body
+        )
         return Response({"id": run.pk, "status": run.status}, status=status.HTTP_202_ACCEPTED)
 
 
@@ -143,10 +127,7 @@ class BenchmarkCancelApi(APIView):
         run = selectors.benchmark_get(run_id=run_id)
         if run is None:
             raise Http404(f"No benchmark {run_id}.")
-        try:
-            run = services.benchmark_cancel(run=run, actor=request.user)
-        except BenchmarkError as exc:
-            return _refused(exc)
+        run = services.benchmark_cancel(run=run, actor=request.user)
         return Response({"id": run.pk, "status": run.status}, status=status.HTTP_202_ACCEPTED)
 
 
@@ -180,15 +161,12 @@ class BenchmarkImportApi(APIView):
         upload = data.validated_data["file"]
         if upload.size > MAX_IMPORT_BYTES:
             message = f"The file is larger than {MAX_IMPORT_BYTES} bytes."
-            return Response({"errors": [{"file": upload.name, "message": message}]}, status=400)
-        try:
-            run = services.benchmark_import(
-                version=found,
-                fmt=data.validated_data["format"],
-                data=upload.read(),
-                file_name=upload.name,
-                actor=request.user,
-            )
-        except BenchmarkError as exc:
-            return _refused(exc, file_name=upload.name)
+            raise Refused(message, file=upload.name)
+        run = services.benchmark_import(
+            version=found,
+            fmt=data.validated_data["format"],
+            data=upload.read(),
+            file_name=upload.name,
+            actor=request.user,
+        )
         return Response(BenchmarkSerializer(run).data, status=status.HTTP_201_CREATED)

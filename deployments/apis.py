@@ -7,19 +7,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import inputs
-from accounts.errors import errors_response
+from accounts.errors import NotFound
 from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
 from deployments import selectors, services
 from deployments.models import Deployment, cluster_name_validator
-from deployments.services import DeploymentError
 from models_registry.models import Model
 from models_registry.selectors import model_version_find
-
-
-def _refused(exc: DeploymentError) -> Response:
-    return errors_response(exc.message, field=exc.field, status=exc.status)
 
 
 def _cluster_or_404(name: str):
@@ -107,10 +102,7 @@ class ClusterListCreateApi(APIView):
     def post(self, request):
         data = ClusterSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            cluster = services.cluster_create(actor=request.user, **data.validated_data)
-        except DeploymentError as exc:
-            return _refused(exc)
+        cluster = services.cluster_create(actor=request.user, **data.validated_data)
         return Response(ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
 
 
@@ -129,10 +121,7 @@ class ClusterDetailApi(APIView):
         data = ClusterSerializer(cluster, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         fields = {k: v for k, v in data.validated_data.items() if k != "name"}
-        try:
-            services.cluster_update(cluster=cluster, actor=request.user, **fields)
-        except DeploymentError as exc:
-            return _refused(exc)
+        services.cluster_update(cluster=cluster, actor=request.user, **fields)
         return Response(ClusterSerializer(selectors.cluster_get(name=name)).data)
 
 
@@ -151,10 +140,7 @@ class NodeListCreateApi(APIView):
         cluster = _cluster_or_404(name)
         data = NodeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            node = services.node_create(cluster=cluster, actor=request.user, **data.validated_data)
-        except DeploymentError as exc:
-            return _refused(exc)
+        node = services.node_create(cluster=cluster, actor=request.user, **data.validated_data)
         return Response(NodeSerializer(node).data, status=status.HTTP_201_CREATED)
 
 
@@ -175,10 +161,7 @@ class NodeDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, name, node):
-        try:
-            services.node_remove(node=self._node(name, node), actor=request.user)
-        except DeploymentError as exc:
-            return _refused(exc)
+        services.node_remove(node=self._node(name, node), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -272,20 +255,14 @@ class DeploymentCreateApi(APIView):
         body = data.validated_data
         cluster = selectors.cluster_get(name=body["cluster"])
         version = model_version_find(model_name=body["model"], version=body["version"])
-        if cluster is None or version is None:
-            field = "cluster" if cluster is None else "version"
-            message = (
-                f"No cluster named '{body['cluster']}'."
-                if cluster is None
-                else f"Model '{body['model']}' has no version {body['version']}."
-            )
-            return Response({"errors": [{"field": field, "message": message}]}, status=404)
-        try:
-            deployment = services.deployment_create(
-                cluster=cluster, version=version, actor=request.user
-            )
-        except DeploymentError as exc:
-            return _refused(exc)
+        if cluster is None:
+            raise NotFound(f"No cluster named '{body['cluster']}'.", field="cluster")
+        if version is None:
+            message = f"Model '{body['model']}' has no version {body['version']}."
+            raise NotFound(message, field="version")
+        deployment = services.deployment_create(
+            cluster=cluster, version=version, actor=request.user
+        )
         return Response(
             {"id": deployment.pk, "status": deployment.status}, status=status.HTTP_202_ACCEPTED
         )
@@ -314,12 +291,9 @@ class ModelUnloadApi(APIView):
         found = Model.objects.filter(name=model).first()
         if found is None:
             raise Http404(f"No model named '{model}'.")
-        try:
-            deployment = services.deployment_create(
-                cluster=cluster, version=None, model=found, actor=request.user
-            )
-        except DeploymentError as exc:
-            return _refused(exc)
+        deployment = services.deployment_create(
+            cluster=cluster, version=None, model=found, actor=request.user
+        )
         return Response(
             {"id": deployment.pk, "status": deployment.status}, status=status.HTTP_202_ACCEPTED
         )

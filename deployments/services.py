@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
+from accounts.errors import ApplicationError
 from audit.services import audit_record
 from deployments.models import (
     Deployment,
@@ -30,12 +31,8 @@ from integrations.routers.settings import RouterSettingsError
 from models_registry.models import Model, ModelVersion
 
 
-class DeploymentError(Exception):
-    """Refused for a reason the user can fix; `field` names the input, `status` the HTTP code."""
-
-    def __init__(self, message: str, *, field: str | None = None, status: int = 400):
-        super().__init__(message)
-        self.message, self.field, self.status = message, field, status
+class DeploymentError(ApplicationError):
+    """A cluster, node or deployment write refused (400 unless `status` says otherwise)."""
 
 
 def _save_new(obj, *, what: str, actor, action: str, details: dict | None = None):

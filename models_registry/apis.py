@@ -11,20 +11,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import inputs
-from accounts.errors import ErrorsSerializer
+from accounts.errors import ErrorsSerializer, NotFound
 from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
 from models_registry import selectors, services
 from models_registry.downloads import version_archive
 from models_registry.models import model_name_validator, team_name_validator
-from models_registry.services import Provenance, RegistryError
-
-
-def _refused(exc: RegistryError, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
-    """The error answer: the service's own status (403 not a member, 409) before `code`."""
-    return Response({"errors": exc.errors}, status=exc.status or code)
-
+from models_registry.services import Provenance
 
 RETURN_EXISTING = OpenApiParameter(
     "return_existing",
@@ -70,10 +64,7 @@ class TeamListCreateApi(APIView):
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            team = services.team_create(name=data.validated_data["name"], actor=request.user)
-        except RegistryError as exc:
-            return _refused(exc)
+        team = services.team_create(name=data.validated_data["name"], actor=request.user)
         return Response(TeamOutputSerializer(team).data, status=status.HTTP_201_CREATED)
 
 
@@ -101,12 +92,9 @@ class TeamMembersApi(APIView):
         team = _team_or_404(name)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            services.team_member_add(
-                team=team, username=data.validated_data["username"], actor=request.user
-            )
-        except RegistryError as exc:
-            return _refused(exc)
+        services.team_member_add(
+            team=team, username=data.validated_data["username"], actor=request.user
+        )
         members = selectors.team_members(team=team)
         return Response(
             MemberOutputSerializer(members, many=True).data, status=status.HTTP_201_CREATED
@@ -120,12 +108,7 @@ class TeamMemberApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, name, username):
-        try:
-            services.team_member_remove(
-                team=_team_or_404(name), username=username, actor=request.user
-            )
-        except RegistryError as exc:
-            return _refused(exc)
+        services.team_member_remove(team=_team_or_404(name), username=username, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -178,10 +161,7 @@ class ModelListCreateApi(APIView):
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            model = services.model_create(actor=request.user, **data.validated_data)
-        except RegistryError as exc:
-            return _refused(exc)
+        model = services.model_create(actor=request.user, **data.validated_data)
         return Response(
             ModelOutputSerializer(selectors.model_get(name=model.name)).data,
             status=status.HTTP_201_CREATED,
@@ -208,10 +188,7 @@ class ModelDetailApi(APIView):
         model = _model_or_404(name)
         data = self.InputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        try:
-            services.model_update(model=model, actor=request.user, **data.validated_data)
-        except RegistryError as exc:
-            return _refused(exc)
+        services.model_update(model=model, actor=request.user, **data.validated_data)
         return Response(ModelOutputSerializer(selectors.model_get(name=name)).data)
 
     @extend_schema(
@@ -223,10 +200,7 @@ class ModelDetailApi(APIView):
         }
     )
     def delete(self, request, name):
-        try:
-            services.model_delete(model=_model_or_404(name), actor=request.user)
-        except RegistryError as exc:
-            return _refused(exc)
+        services.model_delete(model=_model_or_404(name), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -293,12 +267,10 @@ class VersionListCreateApi(APIView):
     )
     def post(self, request, name):
         model = _model_or_404(name)
-        try:  # before the body is read: an outsider's upload is not even parsed
-            services.team_write_check(
-                actor=request.user, team=model.team, what=f"Uploading a version of '{name}'"
-            )
-        except RegistryError as exc:
-            return _refused(exc)
+        # Before the body is read: an outsider's upload is not even parsed.
+        services.team_write_check(
+            actor=request.user, team=model.team, what=f"Uploading a version of '{name}'"
+        )
         limit = settings.SWITCHYARD_MAX_UPLOAD_BYTES
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
             message = f"The upload is larger than the limit of {limit} bytes."
@@ -323,11 +295,9 @@ class VersionListCreateApi(APIView):
                 refuse_duplicate=True,
             )
         except services.DuplicateVersion as exc:
-            if request.query_params.get("return_existing") in ("true", "1"):
-                return Response(VersionSummarySerializer(exc.version).data)
-            return _refused(exc)
-        except RegistryError as exc:
-            return _refused(exc)
+            if request.query_params.get("return_existing") not in ("true", "1"):
+                raise
+            return Response(VersionSummarySerializer(exc.version).data)
         finally:
             archive.close()
         return Response(VersionSummarySerializer(version).data, status=status.HTTP_201_CREATED)
@@ -350,10 +320,7 @@ class VersionDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, name, version):
-        try:
-            services.model_version_delete(version=self._get(name, version), actor=request.user)
-        except RegistryError as exc:
-            return _refused(exc, status.HTTP_409_CONFLICT)
+        services.model_version_delete(version=self._get(name, version), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -401,13 +368,6 @@ class AliasSetApi(APIView):
         target = selectors.model_version_get(model=model, version=data.validated_data["version"])
         if target is None:
             wanted = data.validated_data["version"]
-            message = f"Model '{name}' has no version {wanted}."
-            return Response(
-                {"errors": [{"field": "version", "message": message}]},
-                status=status.HTTP_404_NOT_FOUND,
-            )
-        try:
-            services.alias_set(model=model, name=alias, version=target, actor=request.user)
-        except RegistryError as exc:
-            return _refused(exc)
+            raise NotFound(f"Model '{name}' has no version {wanted}.", field="version")
+        services.alias_set(model=model, name=alias, version=target, actor=request.user)
         return Response({"model": name, "alias": alias, "version": target.version})

@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import inputs
-from accounts.errors import errors_response
+from accounts.errors import NotFound
 from accounts.idempotency import idempotent
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
@@ -17,12 +17,7 @@ from integrations.routers.base import MAX_HEADER_NAME
 from models_registry.selectors import model_version_find
 from releases import selectors, services
 from releases.inputs import MAX_STEPS, PROGRESS_DEADLINE_S, STEP_INTERVAL_S
-from releases.services import ReleaseError
 from releases.state_machine import Phase
-
-
-def _refused(exc: ReleaseError) -> Response:
-    return errors_response(exc.message, field=exc.field, status=exc.status)
 
 
 class EventSerializer(serializers.Serializer):
@@ -175,20 +170,14 @@ class ReleaseListCreateApi(APIView):
         cluster = TritonCluster.objects.filter(name=body.pop("cluster")).first()
         model, number = body.pop("model"), body.pop("candidate_version")
         candidate = model_version_find(model_name=model, version=number)
-        if cluster is None or candidate is None:
-            field = "cluster" if cluster is None else "candidate_version"
-            message = (
-                f"No cluster named '{request.data.get('cluster')}'."
-                if cluster is None
-                else f"Model '{model}' has no version {number}."
-            )
-            return Response({"errors": [{"field": field, "message": message}]}, status=404)
-        try:
-            release = services.release_create(
-                cluster=cluster, candidate=candidate, actor=request.user, **body
-            )
-        except ReleaseError as exc:
-            return _refused(exc)
+        if cluster is None:
+            raise NotFound(f"No cluster named '{request.data.get('cluster')}'.", field="cluster")
+        if candidate is None:
+            message = f"Model '{model}' has no version {number}."
+            raise NotFound(message, field="candidate_version")
+        release = services.release_create(
+            cluster=cluster, candidate=candidate, actor=request.user, **body
+        )
         if body["dry_run"]:
             release.dry_run = True
             return Response(self.DryRunSerializer(release).data)
@@ -235,10 +224,7 @@ class ReleaseActionApi(APIView):
             raise Http404(f"No release {release_id}.")
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            services.release_action(release=release, actor=request.user, **data.validated_data)
-        except ReleaseError as exc:
-            return _refused(exc)
+        services.release_action(release=release, actor=request.user, **data.validated_data)
         return Response(ReleaseSerializer(selectors.release_get(release_id=release_id)).data)
 
 

@@ -13,6 +13,7 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.errors import ApplicationError
 from audit.services import audit_record
 from benchmarks.services import BenchmarkGateError, benchmark_gate_check
 from deployments.locks import advisory_lock
@@ -41,12 +42,8 @@ LOCK_NAMESPACE = 7302
 log = logging.getLogger(__name__)
 
 
-class ReleaseError(Exception):
-    """Refused for a reason the user can fix; `status` is the HTTP code (400 or 409)."""
-
-    def __init__(self, message: str, *, field: str | None = None, status: int = 400):
-        super().__init__(message)
-        self.message, self.field, self.status = message, field, status
+class ReleaseError(ApplicationError):
+    """A release start or action refused (400, or 409 when it conflicts with the release)."""
 
 
 def _checked_inputs(
