@@ -10,8 +10,10 @@ from rest_framework.views import APIView
 from accounts import inputs
 from accounts.errors import NotFound, Refused
 from accounts.idempotency import idempotent
+from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import AlgorithmWrites
+from accounts.waits import WAIT_PARAMETER, group_name, long_poll
 from benchmarks import selectors, services
 from benchmarks.models import BenchmarkRun
 from deployments.selectors import cluster_get
@@ -20,12 +22,30 @@ from models_registry.selectors import model_version_find, model_version_or_404
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 
 
+def _verdict_outcome(run, outcome: str) -> str:
+    """A run that finished but missed its verdict (SLA or production baseline) failed."""
+    verdict = run.verdict if isinstance(run.verdict, dict) else {}
+    return "failed" if outcome == "succeeded" and verdict.get("passed") is False else outcome
+
+
+BENCHMARK = Lifecycle(
+    states=tuple(BenchmarkRun.Status.values),
+    outcomes={"succeeded": "succeeded", "failed": "failed", "cancelled": "cancelled"},
+    state_of=lambda run: run.status,
+    refine=_verdict_outcome,
+)
+_DEPRECATED = "Deprecated (API 2.0.0): read `state`."
+
+
 class BenchmarkSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     model = serializers.CharField(source="version.model.name")
     version = serializers.IntegerField(source="version.version")
-    source = serializers.CharField()
-    status = serializers.CharField()
+    source = serializers.ChoiceField(choices=BenchmarkRun.Source.values)
+    state = BENCHMARK.state_field()
+    finished = BENCHMARK.finished_field()
+    outcome = BENCHMARK.outcome_field()
+    status = serializers.ChoiceField(choices=BENCHMARK.states, help_text=_DEPRECATED)
     cluster = serializers.CharField(source="cluster.name", default=None, allow_null=True)
     node = serializers.CharField(source="node_name")
     concurrency = serializers.ListField(child=serializers.IntegerField())
@@ -47,10 +67,13 @@ class BenchmarkSerializer(serializers.Serializer):
 
 
 class BenchmarkAcceptedSerializer(serializers.Serializer):
-    """202 of a queued or cancelled run: poll GET /api/v1/benchmarks/{id}/."""
+    """202 of a queued or cancelled run: GET /api/v1/benchmarks/{id}/?wait=60 follows it."""
 
     id = serializers.IntegerField()
-    status = serializers.CharField()
+    state = BENCHMARK.state_field()
+    finished = BENCHMARK.finished_field()
+    outcome = BENCHMARK.outcome_field()
+    status = serializers.ChoiceField(choices=BENCHMARK.states, help_text=_DEPRECATED)
 
 
 class BenchmarkFilters(ListFilters):
@@ -103,18 +126,30 @@ class BenchmarkCreateApi(APIView):
         run = services.benchmark_create(
             version=version, cluster=cluster, actor=request.user, **body
         )
-        return Response({"id": run.pk, "status": run.status}, status=status.HTTP_202_ACCEPTED)
+        return Response(BenchmarkAcceptedSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
 class BenchmarkDetailApi(APIView):
-    """GET /api/v1/benchmarks/{id}/: per-level numbers, progress and verdict."""
+    """GET /api/v1/benchmarks/{id}/[?wait=s]: per-level numbers, progress and verdict."""
 
-    @extend_schema(responses={200: BenchmarkSerializer})
+    @extend_schema(parameters=[WAIT_PARAMETER], responses={200: BenchmarkSerializer})
     def get(self, request, run_id):
         run = selectors.benchmark_get(run_id=run_id)
         if run is None:
             raise Http404(f"No benchmark {run_id}.")
         return Response(BenchmarkSerializer(run).data)
+
+
+def _benchmark_finished(*, run_id: int) -> bool:
+    found = selectors.benchmark_get(run_id=run_id)
+    return found is None or BENCHMARK.finished(found)
+
+
+benchmark_detail = long_poll(
+    BenchmarkDetailApi,
+    groups=lambda run_id: [group_name("benchmark", run_id)],
+    finished=_benchmark_finished,
+)
 
 
 class BenchmarkCancelApi(APIView):
@@ -128,7 +163,7 @@ class BenchmarkCancelApi(APIView):
         if run is None:
             raise Http404(f"No benchmark {run_id}.")
         run = services.benchmark_cancel(run=run, actor=request.user)
-        return Response({"id": run.pk, "status": run.status}, status=status.HTTP_202_ACCEPTED)
+        return Response(BenchmarkAcceptedSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
 class VersionBenchmarksApi(APIView):

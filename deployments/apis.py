@@ -9,10 +9,12 @@ from rest_framework.views import APIView
 from accounts import inputs
 from accounts.errors import NotFound
 from accounts.idempotency import idempotent
+from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
+from accounts.waits import WAIT_PARAMETER, group_name, long_poll
 from deployments import selectors, services
-from deployments.models import Deployment, cluster_name_validator
+from deployments.models import Deployment, DeploymentNode, cluster_name_validator
 from models_registry.models import Model
 from models_registry.selectors import model_version_find
 
@@ -182,11 +184,23 @@ class ClusterStatusSerializer(serializers.Serializer):
     nodes = NodeStatusSerializer(many=True)
 
 
+DEPLOYMENT = Lifecycle(
+    states=tuple(Deployment.Status.values),
+    outcomes={"succeeded": "succeeded", "failed": "failed"},
+    state_of=lambda deployment: deployment.status,
+)
+
+
 class DeploymentAcceptedSerializer(serializers.Serializer):
-    """202 of a queued deployment or unload: poll GET /api/v1/deployments/{id}/."""
+    """202 of a queued deployment or unload: GET /api/v1/deployments/{id}/?wait=60 follows it."""
 
     id = serializers.IntegerField()
-    status = serializers.CharField()
+    state = DEPLOYMENT.state_field()
+    finished = DEPLOYMENT.finished_field()
+    outcome = DEPLOYMENT.outcome_field()
+    status = serializers.ChoiceField(
+        choices=DEPLOYMENT.states, help_text="Deprecated (API 2.0.0): read `state`."
+    )
 
 
 class ClusterStatusApi(APIView):
@@ -197,9 +211,12 @@ class ClusterStatusApi(APIView):
         return Response(selectors.cluster_status(cluster=_cluster_or_404(name)))
 
 
+NODE_STATUSES = tuple(DeploymentNode.Status.values)
+
+
 class DeploymentNodeSerializer(serializers.Serializer):
     node = serializers.CharField(source="node_name")
-    status = serializers.CharField()
+    status = serializers.ChoiceField(choices=NODE_STATUSES)
     load_ms = serializers.FloatField(allow_null=True)
     warmup_ms = serializers.FloatField(allow_null=True)
     error = serializers.CharField()
@@ -208,8 +225,13 @@ class DeploymentNodeSerializer(serializers.Serializer):
 
 class DeploymentSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    kind = serializers.CharField()
-    status = serializers.CharField()
+    kind = serializers.ChoiceField(choices=Deployment.Kind.values)
+    state = DEPLOYMENT.state_field()
+    finished = DEPLOYMENT.finished_field()
+    outcome = DEPLOYMENT.outcome_field()
+    status = serializers.ChoiceField(
+        choices=DEPLOYMENT.states, help_text="Deprecated (API 2.0.0): read `state`."
+    )
     cluster = serializers.CharField(source="cluster.name")
     model = serializers.CharField(source="model.name")
     version = serializers.IntegerField(source="version.version", default=None, allow_null=True)
@@ -264,19 +286,31 @@ class DeploymentCreateApi(APIView):
             cluster=cluster, version=version, actor=request.user
         )
         return Response(
-            {"id": deployment.pk, "status": deployment.status}, status=status.HTTP_202_ACCEPTED
+            DeploymentAcceptedSerializer(deployment).data, status=status.HTTP_202_ACCEPTED
         )
 
 
 class DeploymentDetailApi(APIView):
-    """GET /api/v1/deployments/{id}/: status, per-node outcome and timings."""
+    """GET /api/v1/deployments/{id}/[?wait=s]: state, per-node outcome and timings."""
 
-    @extend_schema(responses={200: DeploymentSerializer})
+    @extend_schema(parameters=[WAIT_PARAMETER], responses={200: DeploymentSerializer})
     def get(self, request, deployment_id):
         deployment = selectors.deployment_get(deployment_id=deployment_id)
         if deployment is None:
             raise Http404(f"No deployment {deployment_id}.")
         return Response(DeploymentSerializer(deployment).data)
+
+
+def _deployment_finished(*, deployment_id: int) -> bool:
+    found = selectors.deployment_get(deployment_id=deployment_id)
+    return found is None or DEPLOYMENT.finished(found)
+
+
+deployment_detail = long_poll(
+    DeploymentDetailApi,
+    groups=lambda deployment_id: [group_name("deployment", deployment_id)],
+    finished=_deployment_finished,
+)
 
 
 class ModelUnloadApi(APIView):
@@ -295,5 +329,5 @@ class ModelUnloadApi(APIView):
             cluster=cluster, version=None, model=found, actor=request.user
         )
         return Response(
-            {"id": deployment.pk, "status": deployment.status}, status=status.HTTP_202_ACCEPTED
+            DeploymentAcceptedSerializer(deployment).data, status=status.HTTP_202_ACCEPTED
         )

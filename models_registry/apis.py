@@ -13,11 +13,13 @@ from rest_framework.views import APIView
 from accounts import inputs
 from accounts.errors import ErrorsSerializer, NotFound
 from accounts.idempotency import idempotent
+from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
+from accounts.waits import WAIT_PARAMETER, group_name, long_poll
 from models_registry import selectors, services
 from models_registry.downloads import version_archive
-from models_registry.models import model_name_validator, team_name_validator
+from models_registry.models import ModelVersion, model_name_validator, team_name_validator
 from models_registry.services import Provenance
 
 RETURN_EXISTING = OpenApiParameter(
@@ -204,11 +206,28 @@ class ModelDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+VERSION_STATUSES = tuple(ModelVersion.Status.values)
+_CHECKS = {"registered": "pending", "smoke_passed": "succeeded", "smoke_failed": "failed"}
+
+# A version's checks: config validation passed at upload; the smoke test on a staging node
+# is what stays pending (until a staging node runs it).
+VERSION_CHECKS = Lifecycle(
+    states=("pending", "succeeded", "failed"),
+    outcomes={"succeeded": "succeeded", "failed": "failed"},
+    state_of=lambda version: _CHECKS[version.status],
+)
+
+
 class VersionSummarySerializer(serializers.Serializer):
     version = serializers.IntegerField()
     label = serializers.CharField()
     digest = serializers.CharField()
-    status = serializers.CharField()
+    state = VERSION_CHECKS.state_field("Its checks: pending until the smoke test ran.")
+    finished = VERSION_CHECKS.finished_field()
+    outcome = VERSION_CHECKS.outcome_field()
+    status = serializers.ChoiceField(
+        choices=VERSION_STATUSES, help_text="Deprecated (API 2.0.0): read `state`."
+    )
     validation = serializers.JSONField()
     size_bytes = serializers.IntegerField()
     aliases = serializers.SerializerMethodField()
@@ -314,7 +333,7 @@ class VersionDetailApi(APIView):
             raise Http404(f"Model '{name}' has no version {version}.")
         return found
 
-    @extend_schema(responses={200: VersionDetailSerializer})
+    @extend_schema(parameters=[WAIT_PARAMETER], responses={200: VersionDetailSerializer})
     def get(self, request, name, version):
         return Response(VersionDetailSerializer(self._get(name, version)).data)
 
@@ -322,6 +341,20 @@ class VersionDetailApi(APIView):
     def delete(self, request, name, version):
         services.model_version_delete(version=self._get(name, version), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _version_finished(*, name: str, version: int) -> bool:
+    model = selectors.model_get(name=name)
+    found = model and selectors.model_version_get(model=model, version=version)
+    return not found or VERSION_CHECKS.finished(found)
+
+
+def _version_groups(*, name: str, version: int) -> list[str]:
+    found = ModelVersion.objects.filter(model__name=name, version=version).first()
+    return [group_name("version", found.pk)] if found else []
+
+
+version_detail = long_poll(VersionDetailApi, groups=_version_groups, finished=_version_finished)
 
 
 class VersionArchiveApi(APIView):

@@ -142,7 +142,17 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Switchyard API",
     "DESCRIPTION": "Control plane for fleets of NVIDIA Triton Inference Server",
-    "VERSION": "1.1.0",  # CHANGELOG.md says what changed
+    "VERSION": "2.0.0",  # CHANGELOG.md says what changed
+    # One named enum per state vocabulary (API.md, Status): generated clients get real types.
+    "ENUM_NAME_OVERRIDES": {
+        "VersionStateEnum": "models_registry.apis.VERSION_CHECKS.states",
+        "VersionStatusEnum": "models_registry.apis.VERSION_STATUSES",
+        "DeploymentStateEnum": "deployments.apis.DEPLOYMENT.states",
+        "DeploymentNodeStatusEnum": "deployments.apis.NODE_STATUSES",
+        "BenchmarkStateEnum": "benchmarks.apis.BENCHMARK.states",
+        "ReleaseStateEnum": "releases.apis.RELEASE.states",
+        "ReleasePhaseEnum": "releases.state_machine.Phase",
+    },
 }
 
 CHANNEL_LAYERS = {

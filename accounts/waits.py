@@ -1,0 +1,144 @@
+"""Long-poll: `?wait=<seconds>` on the detail of an async resource (API.md, Waiting).
+
+The detail view answers at once when the resource is finished or no wait is asked for.
+Otherwise the request parks on the channel layer: an async view awaits a group message that
+a save of the resource sends (`notify_changed`, after the commit), re-reads, and answers as
+soon as the resource is finished or the wait is up. A cheap re-check every `RECHECK_S`
+covers a lost message. Under ASGI (daphne) a waiting client holds no thread: the view's
+sync parts (authentication, permissions, the read) borrow the loop's shared pool and give
+the thread back before the wait.
+"""
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
+from django.core.handlers.asgi import ASGIRequest
+from django.db import close_old_connections, transaction
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import OpenApiParameter
+
+log = logging.getLogger(__name__)
+
+WAIT_MAX_S = 60
+RECHECK_S = 5.0
+
+WAIT_PARAMETER = OpenApiParameter(
+    "wait",
+    float,
+    description=f"Long-poll: answer as soon as the resource is finished, or after this many "
+    f"seconds (0 to {WAIT_MAX_S}; more is read as {WAIT_MAX_S}).",
+)
+
+
+def group_name(kind: str, pk) -> str:
+    return f"changed.{kind}.{pk}"
+
+
+def _send(groups: list[str]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        for group in groups:
+            async_to_sync(layer.group_send)(group, {"type": "resource.changed"})
+    except Exception:  # a lost message costs a waiter one re-check, never the write
+        log.warning("could not announce a change to %s", groups, exc_info=True)
+
+
+def notify_changed(kind: str, pk) -> None:
+    """Wake the waiters of (kind, pk) once the current transaction commits."""
+    groups = [group_name(kind, pk)]
+    transaction.on_commit(lambda: _send(groups))
+
+
+def saved_receiver(kind: str) -> Callable:
+    """A post_save receiver that announces every save of a `kind` row to its waiters."""
+
+    def receiver(sender, instance, **kwargs) -> None:
+        notify_changed(kind, instance.pk)
+
+    return receiver
+
+
+def parse_wait(raw: str | None) -> float | None:
+    """Seconds to wait (capped at WAIT_MAX_S), None for no wait; ValueError when malformed."""
+    if raw in (None, ""):
+        return None
+    seconds = float(raw)
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(raw)
+    return min(seconds, WAIT_MAX_S)
+
+
+async def wait_for_change(
+    groups: Iterable[str], seconds: float, finished: Callable[[], bool], *, sync
+) -> None:
+    """Return when `finished()` holds (checked on each group message and every RECHECK_S)
+    or after `seconds`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    groups = list(groups)
+    for group in groups:
+        await layer.group_add(group, channel)
+    try:
+        while not await sync(finished)() and (left := deadline - loop.time()) > 0:
+            try:
+                await asyncio.wait_for(layer.receive(channel), timeout=min(left, RECHECK_S))
+            except TimeoutError:
+                pass
+    finally:
+        for group in groups:
+            await layer.group_discard(group, channel)
+
+
+def _sync_for(request) -> Callable:
+    """How to run the view's sync parts: the shared pool under ASGI (no thread held per
+    request), the calling thread otherwise (WSGI, the test client)."""
+    if not isinstance(request, ASGIRequest):
+        return lambda fn: sync_to_async(fn, thread_sensitive=True)
+
+    def pooled(fn):
+        def run(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                close_old_connections()
+
+        return sync_to_async(run, thread_sensitive=False)
+
+    return pooled
+
+
+def long_poll(view_class, *, groups: Callable[..., list[str]], finished: Callable[..., bool]):
+    """An async view around `view_class` (a DRF APIView with a GET detail answering
+    `finished`) that honours ?wait=. `groups(**kwargs)` names the channel groups announcing
+    a change, `finished(**kwargs)` re-reads whether it is finished."""
+    inner = view_class.as_view()
+
+    async def view(request, **kwargs):
+        if request.method != "GET":
+            return await _sync_for(request)(inner)(request, **kwargs)
+        try:
+            seconds = parse_wait(request.GET.get("wait"))
+        except ValueError:
+            message = f"Use a number of seconds from 0 to {WAIT_MAX_S}."
+            return JsonResponse({"errors": [{"field": "wait", "message": message}]}, status=400)
+        sync = _sync_for(request)
+        response = await sync(inner)(request, **kwargs)
+        data = getattr(response, "data", None)
+        if not seconds or response.status_code != 200 or not isinstance(data, dict):
+            return response
+        if data.get("finished", True):
+            return response
+        await wait_for_change(groups(**kwargs), seconds, lambda: finished(**kwargs), sync=sync)
+        return await sync(inner)(request, **kwargs)
+
+    view.cls = view_class  # what drf-spectacular reads to document the operation
+    view.initkwargs = {}
+    return csrf_exempt(view)
