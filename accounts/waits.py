@@ -13,10 +13,10 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import SyncToAsync, async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.core.handlers.asgi import ASGIRequest
-from django.db import close_old_connections, transaction
+from django.db import connections, transaction
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiParameter
@@ -78,7 +78,11 @@ async def wait_for_change(
     groups: Iterable[str], seconds: float, finished: Callable[[], bool], *, sync
 ) -> None:
     """Return when `finished()` holds (checked on each group message and every RECHECK_S)
-    or after `seconds`."""
+    or after `seconds`.
+
+    One receive stays pending across re-checks (a receive cancelled mid-read can break the
+    layer's Redis connection); it is cancelled once, at the end, its outcome swallowed.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     layer = get_channel_layer()
@@ -86,33 +90,55 @@ async def wait_for_change(
     groups = list(groups)
     for group in groups:
         await layer.group_add(group, channel)
+    receive = asyncio.ensure_future(layer.receive(channel))
     try:
         while not await sync(finished)() and (left := deadline - loop.time()) > 0:
-            try:
-                await asyncio.wait_for(layer.receive(channel), timeout=min(left, RECHECK_S))
-            except TimeoutError:
-                pass
+            done, _ = await asyncio.wait({receive}, timeout=min(left, RECHECK_S))
+            if receive in done:
+                receive = _next_receive(layer, channel, receive, loop)
     finally:
+        receive.cancel()
+        await asyncio.gather(receive, return_exceptions=True)
         for group in groups:
             await layer.group_discard(group, channel)
 
 
-def _sync_for(request) -> Callable:
-    """How to run the view's sync parts: the shared pool under ASGI (no thread held per
-    request), the calling thread otherwise (WSGI, the test client)."""
-    if not isinstance(request, ASGIRequest):
-        return lambda fn: sync_to_async(fn, thread_sensitive=True)
+def _next_receive(layer, channel: str, previous: asyncio.Future, loop) -> asyncio.Future:
+    """Listen again; after a failed receive only the periodic re-check is left."""
+    if previous.cancelled() or previous.exception() is not None:
+        log.warning("waiting on %s: the channel layer failed; re-checking only", channel)
+        return loop.create_future()  # never resolves
+    return asyncio.ensure_future(layer.receive(channel))
 
-    def pooled(fn):
-        def run(*args, **kwargs):
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                close_old_connections()
 
-        return sync_to_async(run, thread_sensitive=False)
+def _pooled(fn):
+    """`fn` on the event loop's shared pool, its database connection closed after."""
 
-    return pooled
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    return sync_to_async(run, thread_sensitive=False)
+
+
+def _here(fn):
+    """`fn` on the request's own thread (WSGI, the test client: the calling thread)."""
+    return sync_to_async(fn, thread_sensitive=True)
+
+
+async def _release_request_thread() -> None:
+    """Under ASGI Django gives each request a thread of its own for its sync parts, kept
+    until the request ends; close its database connections and let it go before a wait
+    (the answer after the wait gets a fresh one, as asgiref does at the request's end)."""
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    if context is None or context not in SyncToAsync.context_to_thread_executor:
+        return
+    await _here(connections.close_all)()
+    executor = SyncToAsync.context_to_thread_executor.pop(context, None)
+    if executor is not None:
+        executor.shutdown(wait=False)
 
 
 def long_poll(view_class, *, groups: Callable[..., list[str]], finished: Callable[..., bool]):
@@ -123,21 +149,25 @@ def long_poll(view_class, *, groups: Callable[..., list[str]], finished: Callabl
 
     async def view(request, **kwargs):
         if request.method != "GET":
-            return await _sync_for(request)(inner)(request, **kwargs)
+            return await _here(inner)(request, **kwargs)
         try:
             seconds = parse_wait(request.GET.get("wait"))
         except ValueError:
             message = f"Use a number of seconds from 0 to {WAIT_MAX_S}."
             return JsonResponse({"errors": [{"field": "wait", "message": message}]}, status=400)
-        sync = _sync_for(request)
-        response = await sync(inner)(request, **kwargs)
+        response = await _here(inner)(request, **kwargs)
         data = getattr(response, "data", None)
         if not seconds or response.status_code != 200 or not isinstance(data, dict):
             return response
         if data.get("finished", True):
             return response
-        await wait_for_change(groups(**kwargs), seconds, lambda: finished(**kwargs), sync=sync)
-        return await sync(inner)(request, **kwargs)
+        sync = _here
+        if isinstance(request, ASGIRequest):  # WSGI holds its thread whatever we do
+            await _release_request_thread()
+            sync = _pooled
+        names = await sync(groups)(**kwargs)
+        await wait_for_change(names, seconds, lambda: finished(**kwargs), sync=sync)
+        return await _here(inner)(request, **kwargs)
 
     view.cls = view_class  # what drf-spectacular reads to document the operation
     view.initkwargs = {}

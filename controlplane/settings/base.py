@@ -43,7 +43,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "controlplane.static_files.AsyncWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -155,11 +155,19 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+
+def channel_layer_host(url: str) -> dict:
+    """redis-py 8 reads with a 5 s socket timeout by default: exactly as long as
+    channels_redis blocks waiting for a message, so an idle receive failed every 5 s.
+    Read for longer than the layer blocks."""
+    return {"address": url, "socket_timeout": 30}
+
+
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL],
+            "hosts": [channel_layer_host(REDIS_URL)],
             "prefix": env.str("CHANNEL_LAYER_PREFIX", default="switchyard"),
         },
     }
