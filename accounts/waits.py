@@ -10,7 +10,9 @@ the thread back before the wait.
 """
 
 import asyncio
+import contextlib
 import logging
+import weakref
 from collections.abc import Callable, Iterable
 
 from asgiref.sync import SyncToAsync, async_to_sync, sync_to_async
@@ -44,15 +46,19 @@ def _send(groups: list[str]) -> None:
         return
     try:
         for group in groups:
-            async_to_sync(layer.group_send)(group, {"type": "resource.changed"})
+            async_to_sync(layer.group_send)(group, {"type": "resource.changed", "group": group})
     except Exception:  # a lost message costs a waiter one re-check, never the write
         log.warning("could not announce a change to %s", groups, exc_info=True)
 
 
-def notify_changed(kind: str, pk) -> None:
-    """Wake the waiters of (kind, pk) once the current transaction commits."""
+def notify_changed(kind: str, pk, *, now: bool = False) -> None:
+    """Wake the waiters of (kind, pk) once the current transaction commits (`now`: at once,
+    for callers already past their commit)."""
     groups = [group_name(kind, pk)]
-    transaction.on_commit(lambda: _send(groups))
+    if now:
+        _send(groups)
+    else:
+        transaction.on_commit(lambda: _send(groups))
 
 
 def saved_receiver(kind: str) -> Callable:
@@ -74,41 +80,76 @@ def parse_wait(raw: str | None) -> float | None:
     return min(seconds, WAIT_MAX_S)
 
 
+class _Listener:
+    """One channel per process (and event loop) whose single receive loop, never cancelled,
+    wakes the local waiters of the group a message names. Waiters come and go without
+    touching the layer's receive (a receive cancelled mid-read can hang the layer)."""
+
+    def __init__(self, layer):
+        self.layer, self.channel, self.task = layer, None, None
+        self.waiters: dict[str, set[asyncio.Event]] = {}
+        self.starting = asyncio.Lock()
+
+    async def _start(self) -> None:
+        async with self.starting:
+            if self.channel is None:
+                self.channel = await self.layer.new_channel()
+                self.task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                message = await self.layer.receive(self.channel)
+            except Exception:
+                log.warning("the wait listener's receive failed; retrying", exc_info=True)
+                await asyncio.sleep(1)
+                continue
+            for event in list(self.waiters.get(message.get("group"), ())):
+                event.set()
+
+    async def watch(self, groups: list[str], event: asyncio.Event) -> None:
+        await self._start()
+        for group in groups:
+            self.waiters.setdefault(group, set()).add(event)
+            await self.layer.group_add(group, self.channel)  # refreshes its expiry too
+
+    async def unwatch(self, groups: list[str], event: asyncio.Event) -> None:
+        for group in groups:
+            left = self.waiters.get(group, set())
+            left.discard(event)
+            if not left:
+                self.waiters.pop(group, None)
+                await self.layer.group_discard(group, self.channel)
+
+
+_listeners: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Listener]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _listener() -> _Listener:
+    loop = asyncio.get_running_loop()
+    if loop not in _listeners:
+        _listeners[loop] = _Listener(get_channel_layer())
+    return _listeners[loop]
+
+
 async def wait_for_change(
     groups: Iterable[str], seconds: float, finished: Callable[[], bool], *, sync
 ) -> None:
     """Return when `finished()` holds (checked on each group message and every RECHECK_S)
-    or after `seconds`.
-
-    One receive stays pending across re-checks (a receive cancelled mid-read can break the
-    layer's Redis connection); it is cancelled once, at the end, its outcome swallowed.
-    """
+    or after `seconds`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
-    layer = get_channel_layer()
-    channel = await layer.new_channel()
-    groups = list(groups)
-    for group in groups:
-        await layer.group_add(group, channel)
-    receive = asyncio.ensure_future(layer.receive(channel))
+    groups, changed, listener = list(groups), asyncio.Event(), _listener()
+    await listener.watch(groups, changed)
     try:
         while not await sync(finished)() and (left := deadline - loop.time()) > 0:
-            done, _ = await asyncio.wait({receive}, timeout=min(left, RECHECK_S))
-            if receive in done:
-                receive = _next_receive(layer, channel, receive, loop)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), timeout=min(left, RECHECK_S))
+            changed.clear()
     finally:
-        receive.cancel()
-        await asyncio.gather(receive, return_exceptions=True)
-        for group in groups:
-            await layer.group_discard(group, channel)
-
-
-def _next_receive(layer, channel: str, previous: asyncio.Future, loop) -> asyncio.Future:
-    """Listen again; after a failed receive only the periodic re-check is left."""
-    if previous.cancelled() or previous.exception() is not None:
-        log.warning("waiting on %s: the channel layer failed; re-checking only", channel)
-        return loop.create_future()  # never resolves
-    return asyncio.ensure_future(layer.receive(channel))
+        await listener.unwatch(groups, changed)
 
 
 def _pooled(fn):

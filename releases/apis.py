@@ -17,7 +17,7 @@ from deployments.models import TritonCluster
 from deployments.selectors import cluster_get
 from integrations.routers.base import MAX_HEADER_NAME
 from models_registry.selectors import model_version_find
-from releases import events, selectors, services
+from releases import selectors, services
 from releases.inputs import MAX_STEPS, PROGRESS_DEADLINE_S, STEP_INTERVAL_S
 from releases.state_machine import Phase
 
@@ -213,8 +213,8 @@ def _release_finished(*, release_id: int) -> bool:
 
 release_detail = long_poll(
     ReleaseDetailApi,
-    # Saves outside the tick, and every tick's publish to the cockpit's group.
-    groups=lambda release_id: [group_name("release", release_id), events.group(release_id)],
+    # Woken by saves outside the tick and by every tick's publish (releases/events.py).
+    groups=lambda release_id: [group_name("release", release_id)],
     finished=_release_finished,
 )
 

@@ -121,10 +121,11 @@ def test_more_waiters_than_threads_park_for_free_and_wake_when_the_deployment_en
     clients = [threading.Thread(target=wait, args=(i,), daemon=True) for i in range(WAITERS)]
     for client in clients:
         client.start()
-    wait_for(lambda: _parked(group) == WAITERS, timeout_s=60, what="every waiter parked")
+    # The server listens to the group once, for all its waiters.
+    wait_for(lambda: _parked(group) == 1, timeout_s=60, what="the server listening")
+    time.sleep(2)  # every waiter's request reached the server and parked
     # Each parked request gave its thread back: the server has far fewer threads than waiters.
     wait_for(lambda: _threads(pid) - idle < WAITERS // 2, timeout_s=10, what="threads released")
-    assert _threads(pid) - idle < WAITERS // 2, (idle, _threads(pid))
     assert all(answer is None for answer in answers)  # nobody answered before the work ran
 
     worker = start_celery_worker(world["tmp"] / "worker.log", world["queue"])
@@ -141,7 +142,7 @@ def test_more_waiters_than_threads_park_for_free_and_wake_when_the_deployment_en
         assert (answer["finished"], answer["outcome"]) == (True, "succeeded")
         # Woken by the group message, well before the safety re-check would have run.
         assert returned_at - finished < min(RECHECK_S - 1, 2.0), returned_at - finished
-    assert _parked(group) == 0
+    wait_for(lambda: _parked(group) == 0, timeout_s=10, what="the group left")
 
 
 def test_wait_is_bounded_and_checked(deployment_world):
