@@ -1,6 +1,7 @@
 """Writes for clusters, nodes and deployments. Triton is called outside transactions only."""
 
 import copy
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,9 @@ from integrations.metrics_source import MetricsSettingsError
 from integrations.paths import PathError
 from integrations.routers.settings import RouterSettingsError
 from models_registry.models import Model, ModelVersion
+from models_registry.services import PRODUCTION_ALIAS, RegistryError, alias_set
+
+log = logging.getLogger(__name__)
 
 
 class DeploymentError(ApplicationError):
@@ -310,7 +314,11 @@ def deployment_nodes_record(
 
 
 def deployment_finish(deployment: Deployment, *, ok: bool, error: str = "") -> Deployment:
-    """Mark the deployment finished and audit it; inside a caller's transaction, part of it."""
+    """Mark the deployment finished and audit it; inside a caller's transaction, part of it.
+
+    The production alias rule (docs/API.md): a successful deploy to a production cluster
+    moves `production` to the version it made that cluster serve.
+    """
     with transaction.atomic(savepoint=False):
         deployment.status = Deployment.Status.SUCCEEDED if ok else Deployment.Status.FAILED
         deployment.error = error
@@ -322,4 +330,22 @@ def deployment_finish(deployment: Deployment, *, ok: bool, error: str = "") -> D
             obj=deployment,
             details={"error": error} if error else {},
         )
+        if ok:
+            _production_alias_follows(deployment)
     return deployment
+
+
+def _production_alias_follows(deployment: Deployment) -> None:
+    serves_production = (
+        deployment.kind == Deployment.Kind.DEPLOY
+        and deployment.cluster.environment == TritonCluster.Environment.PRODUCTION
+        and deployment.version is not None
+    )
+    if not serves_production:
+        return
+    try:
+        alias_set(
+            model=deployment.model, name=PRODUCTION_ALIAS, version=deployment.version, actor=None
+        )
+    except RegistryError as exc:  # a release holds the alias: it decides (its promote)
+        log.warning("deployment %s left the production alias: %s", deployment.pk, exc.message)
