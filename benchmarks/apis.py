@@ -3,7 +3,7 @@
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -181,10 +181,10 @@ class BenchmarkImportApi(APIView):
     """POST /api/v1/models/{name}/versions/{v}/benchmarks/import/ (multipart file, format)."""
 
     permission_classes = [AlgorithmWrites]
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]
 
     class InputSerializer(inputs.InputSerializer):
-        file = serializers.FileField()
+        file = inputs.UploadField()
         format = serializers.ChoiceField(choices=["perf_analyzer", "model_analyzer"])
 
     @extend_schema(request=InputSerializer, responses={201: BenchmarkSerializer})

@@ -5,7 +5,7 @@ from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -259,10 +259,10 @@ class VersionListCreateApi(APIView):
     """GET /api/v1/models/{name}/versions/ (newest first); POST a multipart `archive`."""
 
     permission_classes = [AlgorithmWrites]
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]
 
     class InputSerializer(inputs.InputSerializer):
-        archive = serializers.FileField()
+        archive = inputs.UploadField()
         label = serializers.CharField(required=False, allow_blank=True, max_length=100)
         notes = serializers.CharField(required=False, allow_blank=True)
         source_commit = serializers.CharField(required=False, allow_blank=True, max_length=100)
