@@ -21,7 +21,7 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from accounts.errors import errors_response
+from accounts.errors import ApplicationError, error_response, errors_response
 from accounts.models import IdempotencyKey
 
 HEADER = "Idempotency-Key"
@@ -100,6 +100,8 @@ def idempotent(method: Callable) -> Callable:
             return claimed
         try:
             response = method(self, request, *args, **kwargs)
+        except ApplicationError as exc:  # a refusal is an answer: replayed like any other
+            response = error_response(exc)
         except BaseException:
             claimed.delete()
             raise

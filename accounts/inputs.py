@@ -4,6 +4,8 @@ the valid choices (issue #17). Every JSON write's input serializer derives from
 
 from collections.abc import Mapping
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
@@ -40,3 +42,8 @@ class InputSerializer(ChoicesListed):
                 message = f"Unknown field; the known fields are: {known}."
                 raise serializers.ValidationError({name: [message] for name in unknown})
         return super().to_internal_value(data)
+
+
+@extend_schema_field(OpenApiTypes.BINARY)
+class UploadField(serializers.FileField):
+    """A file part of a multipart body, documented as binary so generated clients send bytes."""

@@ -3,40 +3,49 @@
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import inputs
+from accounts.errors import NotFound, Refused
 from accounts.idempotency import idempotent
+from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import AlgorithmWrites
+from accounts.waits import WAIT_PARAMETER, group_name, long_poll
 from benchmarks import selectors, services
 from benchmarks.models import BenchmarkRun
-from benchmarks.services import BenchmarkError
 from deployments.selectors import cluster_get
 from models_registry.selectors import model_version_find, model_version_or_404
 
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 
 
-def _refused(exc: BenchmarkError, *, file_name: str = "") -> Response:
-    error = {"message": exc.message}
-    if exc.field == "file":
-        error["file"] = file_name
-    elif exc.field:
-        error["field"] = exc.field
-    if exc.line is not None:
-        error["line"] = exc.line
-    return Response({"errors": [error]}, status=exc.status)
+def _verdict_outcome(run, outcome: str) -> str:
+    """A run that finished but missed its verdict (SLA or production baseline) failed."""
+    verdict = run.verdict if isinstance(run.verdict, dict) else {}
+    return "failed" if outcome == "succeeded" and verdict.get("passed") is False else outcome
+
+
+BENCHMARK = Lifecycle(
+    states=tuple(BenchmarkRun.Status.values),
+    outcomes={"succeeded": "succeeded", "failed": "failed", "cancelled": "cancelled"},
+    state_of=lambda run: run.status,
+    refine=_verdict_outcome,
+)
+_DEPRECATED = "Deprecated (API 2.0.0): read `state`."
 
 
 class BenchmarkSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     model = serializers.CharField(source="version.model.name")
     version = serializers.IntegerField(source="version.version")
-    source = serializers.CharField()
-    status = serializers.CharField()
+    source = serializers.ChoiceField(choices=BenchmarkRun.Source.values)
+    state = BENCHMARK.state_field()
+    finished = BENCHMARK.finished_field()
+    outcome = BENCHMARK.outcome_field()
+    status = serializers.ChoiceField(choices=BENCHMARK.states, help_text=_DEPRECATED)
     cluster = serializers.CharField(source="cluster.name", default=None, allow_null=True)
     node = serializers.CharField(source="node_name")
     concurrency = serializers.ListField(child=serializers.IntegerField())
@@ -58,10 +67,13 @@ class BenchmarkSerializer(serializers.Serializer):
 
 
 class BenchmarkAcceptedSerializer(serializers.Serializer):
-    """202 of a queued or cancelled run: poll GET /api/v1/benchmarks/{id}/."""
+    """202 of a queued or cancelled run: GET /api/v1/benchmarks/{id}/?wait=60 follows it."""
 
     id = serializers.IntegerField()
-    status = serializers.CharField()
+    state = BENCHMARK.state_field()
+    finished = BENCHMARK.finished_field()
+    outcome = BENCHMARK.outcome_field()
+    status = serializers.ChoiceField(choices=BENCHMARK.states, help_text=_DEPRECATED)
 
 
 class BenchmarkFilters(ListFilters):
@@ -107,30 +119,37 @@ class BenchmarkCreateApi(APIView):
         model, number = body.pop("model"), body.pop("version")
         version = model_version_find(model_name=model, version=number)
         if version is None:
-            message = f"Model '{model}' has no version {number}."
-            return Response({"errors": [{"field": "version", "message": message}]}, status=404)
+            raise NotFound(f"Model '{model}' has no version {number}.", field="version")
         cluster = cluster_get(name=body.pop("cluster"))
         if cluster is None:
-            message = f"No cluster named '{request.data.get('cluster')}'."
-            return Response({"errors": [{"field": "cluster", "message": message}]}, status=404)
-        try:
-            run = services.benchmark_create(
-                version=version, cluster=cluster, actor=request.user, **body
-            )
-        except BenchmarkError as exc:
-            return _refused(exc)
-        return Response({"id": run.pk, "status": run.status}, status=status.HTTP_202_ACCEPTED)
+            raise NotFound(f"No cluster named '{request.data.get('cluster')}'.", field="cluster")
+        run = services.benchmark_create(
+            version=version, cluster=cluster, actor=request.user, **body
+        )
+        return Response(BenchmarkAcceptedSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
 class BenchmarkDetailApi(APIView):
-    """GET /api/v1/benchmarks/{id}/: per-level numbers, progress and verdict."""
+    """GET /api/v1/benchmarks/{id}/[?wait=s]: per-level numbers, progress and verdict."""
 
-    @extend_schema(responses={200: BenchmarkSerializer})
+    @extend_schema(parameters=[WAIT_PARAMETER], responses={200: BenchmarkSerializer})
     def get(self, request, run_id):
         run = selectors.benchmark_get(run_id=run_id)
         if run is None:
             raise Http404(f"No benchmark {run_id}.")
         return Response(BenchmarkSerializer(run).data)
+
+
+def _benchmark_finished(*, run_id: int) -> bool:
+    found = selectors.benchmark_get(run_id=run_id)
+    return found is None or BENCHMARK.finished(found)
+
+
+benchmark_detail = long_poll(
+    BenchmarkDetailApi,
+    groups=lambda run_id: [group_name("benchmark", run_id)],
+    finished=_benchmark_finished,
+)
 
 
 class BenchmarkCancelApi(APIView):
@@ -143,11 +162,8 @@ class BenchmarkCancelApi(APIView):
         run = selectors.benchmark_get(run_id=run_id)
         if run is None:
             raise Http404(f"No benchmark {run_id}.")
-        try:
-            run = services.benchmark_cancel(run=run, actor=request.user)
-        except BenchmarkError as exc:
-            return _refused(exc)
-        return Response({"id": run.pk, "status": run.status}, status=status.HTTP_202_ACCEPTED)
+        run = services.benchmark_cancel(run=run, actor=request.user)
+        return Response(BenchmarkAcceptedSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
 class VersionBenchmarksApi(APIView):
@@ -165,10 +181,10 @@ class BenchmarkImportApi(APIView):
     """POST /api/v1/models/{name}/versions/{v}/benchmarks/import/ (multipart file, format)."""
 
     permission_classes = [AlgorithmWrites]
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]
 
     class InputSerializer(inputs.InputSerializer):
-        file = serializers.FileField()
+        file = inputs.UploadField()
         format = serializers.ChoiceField(choices=["perf_analyzer", "model_analyzer"])
 
     @extend_schema(request=InputSerializer, responses={201: BenchmarkSerializer})
@@ -180,15 +196,12 @@ class BenchmarkImportApi(APIView):
         upload = data.validated_data["file"]
         if upload.size > MAX_IMPORT_BYTES:
             message = f"The file is larger than {MAX_IMPORT_BYTES} bytes."
-            return Response({"errors": [{"file": upload.name, "message": message}]}, status=400)
-        try:
-            run = services.benchmark_import(
-                version=found,
-                fmt=data.validated_data["format"],
-                data=upload.read(),
-                file_name=upload.name,
-                actor=request.user,
-            )
-        except BenchmarkError as exc:
-            return _refused(exc, file_name=upload.name)
+            raise Refused(message, file=upload.name)
+        run = services.benchmark_import(
+            version=found,
+            fmt=data.validated_data["format"],
+            data=upload.read(),
+            file_name=upload.name,
+            actor=request.user,
+        )
         return Response(BenchmarkSerializer(run).data, status=status.HTTP_201_CREATED)

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.errors import ApplicationError
 from audit.services import audit_record
 from benchmarks import importers, runner, selectors
 from benchmarks.models import BenchmarkRun
@@ -30,12 +31,8 @@ logger = logging.getLogger(__name__)
 Status = BenchmarkRun.Status
 
 
-class BenchmarkError(Exception):
-    """Refused for a reason the user can fix; `field` names the input, `status` the HTTP code."""
-
-    def __init__(self, message: str, *, field: str | None = None, status: int = 400, line=None):
-        super().__init__(message)
-        self.message, self.field, self.status, self.line = message, field, status, line
+class BenchmarkError(ApplicationError):
+    """A benchmark start, cancel or import refused (400 unless `status` says otherwise)."""
 
 
 class BenchmarkGateError(Exception):
@@ -251,9 +248,9 @@ def benchmark_import(*, version: ModelVersion, fmt: str, data: bytes, file_name:
     try:
         levels = parser(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise BenchmarkError("The file is not UTF-8 text.", field="file") from None
+        raise BenchmarkError("The file is not UTF-8 text.", file=file_name) from None
     except importers.BenchmarkImportError as exc:
-        raise BenchmarkError(exc.message, field="file", line=exc.line) from None
+        raise BenchmarkError(exc.message, file=file_name, line=exc.line) from None
     now = timezone.now()
     run = BenchmarkRun(
         version=version,

@@ -4,7 +4,7 @@ from benchmarks import apis
 
 urlpatterns = [
     path("benchmarks/", apis.BenchmarkCreateApi.as_view(), name="api-benchmarks"),
-    path("benchmarks/<int:run_id>/", apis.BenchmarkDetailApi.as_view(), name="api-benchmark"),
+    path("benchmarks/<int:run_id>/", apis.benchmark_detail, name="api-benchmark"),
     path(
         "benchmarks/<int:run_id>/cancel/",
         apis.BenchmarkCancelApi.as_view(),

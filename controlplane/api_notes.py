@@ -43,7 +43,8 @@ OPERATION_NOTES = {
     "`training_run_url`. 400 naming file and line for an invalid config; 409 when the files "
     "equal an existing version's (`?return_existing=true` answers that version with 200).",
     "GET /api/v1/models/{name}/versions/{version}/": "Config, manifest, digest, provenance and "
-    "validation of one version.",
+    "validation of one version, and its checks' `state`/`finished`/`outcome`; `?wait=` (at most "
+    "60 s).",
     "DELETE /api/v1/models/{name}/versions/{version}/": "Delete a version; 409 while it serves.",
     "GET /api/v1/models/{name}/versions/{version}/archive/": "The version's stored files as "
     ".tar.gz.",
@@ -70,16 +71,19 @@ OPERATION_NOTES = {
     "the cluster (202 with the deployment's id).",
     "GET /api/v1/deployments/": "Deployments, newest first; `?model=&cluster=&state=&since=`.",
     "POST /api/v1/deployments/": "Make this version the only serving one of its model on the "
-    "cluster: 202 `{id, status}`; follow it at `GET /api/v1/deployments/{id}/`.",
-    "GET /api/v1/deployments/{deployment_id}/": "Status, per-node outcome and timings.",
+    "cluster: 202 `{id, state, finished, outcome}`; follow it at `GET /api/v1/deployments/{id}/`. "
+    "On a production cluster its success moves the `production` alias.",
+    "GET /api/v1/deployments/{deployment_id}/": "State, per-node outcome and timings; `?wait=` "
+    "holds the answer until it finishes (at most 60 s).",
     # Releases
     "GET /api/v1/releases/": "Releases, newest first; `?model=&cluster=&state=&since=`.",
     "POST /api/v1/releases/": "Start a gray release of a candidate version (canary steps or "
-    "blue/green, analysis thresholds, manual gates, sticky header): 201 `{id, state}`. The "
+    "blue/green, analysis thresholds, manual gates, sticky header): 201 with the release. The "
     "release records the model's SLA it starts with; 409 naming the active release while one "
     'runs for the model on that cluster. `"dry_run": true` runs every check and starts '
     "nothing (200 with the plan, or the refusal a real start would get).",
-    "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events.",
+    "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events; "
+    "`?wait=` holds the answer until it finishes (at most 60 s).",
     "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "
     "paged.",
     "POST /api/v1/releases/{release_id}/actions/": "approve, pause, resume, rollback or promote "
@@ -88,9 +92,9 @@ OPERATION_NOTES = {
     # Benchmarks and metrics
     "GET /api/v1/benchmarks/": "Benchmark runs, newest first; `?model=&cluster=&state=&since=`.",
     "POST /api/v1/benchmarks/": "Run a concurrency sweep of a version on a staging cluster: "
-    "202 `{id}`.",
+    "202 `{id, state, finished, outcome}`.",
     "GET /api/v1/benchmarks/{run_id}/": "Per level: throughput, p50/p95/p99, server "
-    "queue/compute; the verdict against the SLA and production.",
+    "queue/compute; the verdict against the SLA and production; `?wait=` (at most 60 s).",
     "POST /api/v1/benchmarks/{run_id}/cancel/": "Cancel a run (202); 409 once it finished.",
     "GET /api/v1/models/{name}/versions/{version}/benchmarks/": "A version's benchmark runs.",
     "POST /api/v1/models/{name}/versions/{version}/benchmarks/import/": "Import perf_analyzer "

@@ -32,6 +32,13 @@ ERROR_DESCRIPTIONS = {
 
 
 class SwitchyardAutoSchema(AutoSchema):
+    def map_parsers(self) -> list:
+        """One request content type per operation: JSON where the view takes it (form and
+        multipart are accepted too, but a generated client needs one unambiguous body),
+        multipart for uploads."""
+        media = super().map_parsers()
+        return ["application/json"] if "application/json" in media else media
+
     def get_serializer_name(self, serializer, direction) -> str:
         qualname = serializer.__class__.__qualname__
         if "." not in qualname:

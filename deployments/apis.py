@@ -7,19 +7,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import inputs
-from accounts.errors import errors_response
+from accounts.errors import NotFound
 from accounts.idempotency import idempotent
+from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
+from accounts.waits import WAIT_PARAMETER, group_name, long_poll
 from deployments import selectors, services
-from deployments.models import Deployment, cluster_name_validator
-from deployments.services import DeploymentError
+from deployments.models import Deployment, DeploymentNode, cluster_name_validator
 from models_registry.models import Model
 from models_registry.selectors import model_version_find
-
-
-def _refused(exc: DeploymentError) -> Response:
-    return errors_response(exc.message, field=exc.field, status=exc.status)
 
 
 def _cluster_or_404(name: str):
@@ -107,10 +104,7 @@ class ClusterListCreateApi(APIView):
     def post(self, request):
         data = ClusterSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            cluster = services.cluster_create(actor=request.user, **data.validated_data)
-        except DeploymentError as exc:
-            return _refused(exc)
+        cluster = services.cluster_create(actor=request.user, **data.validated_data)
         return Response(ClusterSerializer(cluster).data, status=status.HTTP_201_CREATED)
 
 
@@ -129,10 +123,7 @@ class ClusterDetailApi(APIView):
         data = ClusterSerializer(cluster, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         fields = {k: v for k, v in data.validated_data.items() if k != "name"}
-        try:
-            services.cluster_update(cluster=cluster, actor=request.user, **fields)
-        except DeploymentError as exc:
-            return _refused(exc)
+        services.cluster_update(cluster=cluster, actor=request.user, **fields)
         return Response(ClusterSerializer(selectors.cluster_get(name=name)).data)
 
 
@@ -151,10 +142,7 @@ class NodeListCreateApi(APIView):
         cluster = _cluster_or_404(name)
         data = NodeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            node = services.node_create(cluster=cluster, actor=request.user, **data.validated_data)
-        except DeploymentError as exc:
-            return _refused(exc)
+        node = services.node_create(cluster=cluster, actor=request.user, **data.validated_data)
         return Response(NodeSerializer(node).data, status=status.HTTP_201_CREATED)
 
 
@@ -175,10 +163,7 @@ class NodeDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, name, node):
-        try:
-            services.node_remove(node=self._node(name, node), actor=request.user)
-        except DeploymentError as exc:
-            return _refused(exc)
+        services.node_remove(node=self._node(name, node), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -199,11 +184,23 @@ class ClusterStatusSerializer(serializers.Serializer):
     nodes = NodeStatusSerializer(many=True)
 
 
+DEPLOYMENT = Lifecycle(
+    states=tuple(Deployment.Status.values),
+    outcomes={"succeeded": "succeeded", "failed": "failed"},
+    state_of=lambda deployment: deployment.status,
+)
+
+
 class DeploymentAcceptedSerializer(serializers.Serializer):
-    """202 of a queued deployment or unload: poll GET /api/v1/deployments/{id}/."""
+    """202 of a queued deployment or unload: GET /api/v1/deployments/{id}/?wait=60 follows it."""
 
     id = serializers.IntegerField()
-    status = serializers.CharField()
+    state = DEPLOYMENT.state_field()
+    finished = DEPLOYMENT.finished_field()
+    outcome = DEPLOYMENT.outcome_field()
+    status = serializers.ChoiceField(
+        choices=DEPLOYMENT.states, help_text="Deprecated (API 2.0.0): read `state`."
+    )
 
 
 class ClusterStatusApi(APIView):
@@ -214,9 +211,12 @@ class ClusterStatusApi(APIView):
         return Response(selectors.cluster_status(cluster=_cluster_or_404(name)))
 
 
+NODE_STATUSES = tuple(DeploymentNode.Status.values)
+
+
 class DeploymentNodeSerializer(serializers.Serializer):
     node = serializers.CharField(source="node_name")
-    status = serializers.CharField()
+    status = serializers.ChoiceField(choices=NODE_STATUSES)
     load_ms = serializers.FloatField(allow_null=True)
     warmup_ms = serializers.FloatField(allow_null=True)
     error = serializers.CharField()
@@ -225,8 +225,13 @@ class DeploymentNodeSerializer(serializers.Serializer):
 
 class DeploymentSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    kind = serializers.CharField()
-    status = serializers.CharField()
+    kind = serializers.ChoiceField(choices=Deployment.Kind.values)
+    state = DEPLOYMENT.state_field()
+    finished = DEPLOYMENT.finished_field()
+    outcome = DEPLOYMENT.outcome_field()
+    status = serializers.ChoiceField(
+        choices=DEPLOYMENT.states, help_text="Deprecated (API 2.0.0): read `state`."
+    )
     cluster = serializers.CharField(source="cluster.name")
     model = serializers.CharField(source="model.name")
     version = serializers.IntegerField(source="version.version", default=None, allow_null=True)
@@ -272,34 +277,40 @@ class DeploymentCreateApi(APIView):
         body = data.validated_data
         cluster = selectors.cluster_get(name=body["cluster"])
         version = model_version_find(model_name=body["model"], version=body["version"])
-        if cluster is None or version is None:
-            field = "cluster" if cluster is None else "version"
-            message = (
-                f"No cluster named '{body['cluster']}'."
-                if cluster is None
-                else f"Model '{body['model']}' has no version {body['version']}."
-            )
-            return Response({"errors": [{"field": field, "message": message}]}, status=404)
-        try:
-            deployment = services.deployment_create(
-                cluster=cluster, version=version, actor=request.user
-            )
-        except DeploymentError as exc:
-            return _refused(exc)
+        if cluster is None:
+            raise NotFound(f"No cluster named '{body['cluster']}'.", field="cluster")
+        if version is None:
+            message = f"Model '{body['model']}' has no version {body['version']}."
+            raise NotFound(message, field="version")
+        deployment = services.deployment_create(
+            cluster=cluster, version=version, actor=request.user
+        )
         return Response(
-            {"id": deployment.pk, "status": deployment.status}, status=status.HTTP_202_ACCEPTED
+            DeploymentAcceptedSerializer(deployment).data, status=status.HTTP_202_ACCEPTED
         )
 
 
 class DeploymentDetailApi(APIView):
-    """GET /api/v1/deployments/{id}/: status, per-node outcome and timings."""
+    """GET /api/v1/deployments/{id}/[?wait=s]: state, per-node outcome and timings."""
 
-    @extend_schema(responses={200: DeploymentSerializer})
+    @extend_schema(parameters=[WAIT_PARAMETER], responses={200: DeploymentSerializer})
     def get(self, request, deployment_id):
         deployment = selectors.deployment_get(deployment_id=deployment_id)
         if deployment is None:
             raise Http404(f"No deployment {deployment_id}.")
         return Response(DeploymentSerializer(deployment).data)
+
+
+def _deployment_finished(*, deployment_id: int) -> bool:
+    found = selectors.deployment_get(deployment_id=deployment_id)
+    return found is None or DEPLOYMENT.finished(found)
+
+
+deployment_detail = long_poll(
+    DeploymentDetailApi,
+    groups=lambda deployment_id: [group_name("deployment", deployment_id)],
+    finished=_deployment_finished,
+)
 
 
 class ModelUnloadApi(APIView):
@@ -314,12 +325,9 @@ class ModelUnloadApi(APIView):
         found = Model.objects.filter(name=model).first()
         if found is None:
             raise Http404(f"No model named '{model}'.")
-        try:
-            deployment = services.deployment_create(
-                cluster=cluster, version=None, model=found, actor=request.user
-            )
-        except DeploymentError as exc:
-            return _refused(exc)
+        deployment = services.deployment_create(
+            cluster=cluster, version=None, model=found, actor=request.user
+        )
         return Response(
-            {"id": deployment.pk, "status": deployment.status}, status=status.HTTP_202_ACCEPTED
+            DeploymentAcceptedSerializer(deployment).data, status=status.HTTP_202_ACCEPTED
         )

@@ -1,6 +1,7 @@
 """Writes for clusters, nodes and deployments. Triton is called outside transactions only."""
 
 import copy
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,6 +10,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
+from accounts.errors import ApplicationError
 from audit.services import audit_record
 from deployments.models import (
     Deployment,
@@ -28,14 +30,13 @@ from integrations.metrics_source import MetricsSettingsError
 from integrations.paths import PathError
 from integrations.routers.settings import RouterSettingsError
 from models_registry.models import Model, ModelVersion
+from models_registry.services import PRODUCTION_ALIAS, RegistryError, alias_set
+
+log = logging.getLogger(__name__)
 
 
-class DeploymentError(Exception):
-    """Refused for a reason the user can fix; `field` names the input, `status` the HTTP code."""
-
-    def __init__(self, message: str, *, field: str | None = None, status: int = 400):
-        super().__init__(message)
-        self.message, self.field, self.status = message, field, status
+class DeploymentError(ApplicationError):
+    """A cluster, node or deployment write refused (400 unless `status` says otherwise)."""
 
 
 def _save_new(obj, *, what: str, actor, action: str, details: dict | None = None):
@@ -313,7 +314,11 @@ def deployment_nodes_record(
 
 
 def deployment_finish(deployment: Deployment, *, ok: bool, error: str = "") -> Deployment:
-    """Mark the deployment finished and audit it; inside a caller's transaction, part of it."""
+    """Mark the deployment finished and audit it; inside a caller's transaction, part of it.
+
+    The production alias rule (docs/API.md): a successful deploy to a production cluster
+    moves `production` to the version it made that cluster serve.
+    """
     with transaction.atomic(savepoint=False):
         deployment.status = Deployment.Status.SUCCEEDED if ok else Deployment.Status.FAILED
         deployment.error = error
@@ -325,4 +330,22 @@ def deployment_finish(deployment: Deployment, *, ok: bool, error: str = "") -> D
             obj=deployment,
             details={"error": error} if error else {},
         )
+        if ok:
+            _production_alias_follows(deployment)
     return deployment
+
+
+def _production_alias_follows(deployment: Deployment) -> None:
+    serves_production = (
+        deployment.kind == Deployment.Kind.DEPLOY
+        and deployment.cluster.environment == TritonCluster.Environment.PRODUCTION
+        and deployment.version is not None
+    )
+    if not serves_production:
+        return
+    try:
+        alias_set(
+            model=deployment.model, name=PRODUCTION_ALIAS, version=deployment.version, actor=None
+        )
+    except RegistryError as exc:  # a release holds the alias: it decides (its promote)
+        log.warning("deployment %s left the production alias: %s", deployment.pk, exc.message)

@@ -20,7 +20,7 @@ urlpatterns = [
     path("deployments/", apis.DeploymentCreateApi.as_view(), name="api-deployments"),
     path(
         "deployments/<int:deployment_id>/",
-        apis.DeploymentDetailApi.as_view(),
+        apis.deployment_detail,
         name="api-deployment",
     ),
 ]

@@ -5,26 +5,22 @@ from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import inputs
-from accounts.errors import ErrorsSerializer
+from accounts.errors import ErrorsSerializer, NotFound
 from accounts.idempotency import idempotent
+from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
+from accounts.waits import WAIT_PARAMETER, group_name, long_poll
 from models_registry import selectors, services
 from models_registry.downloads import version_archive
-from models_registry.models import model_name_validator, team_name_validator
-from models_registry.services import Provenance, RegistryError
-
-
-def _refused(exc: RegistryError, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
-    """The error answer: the service's own status (403 not a member, 409) before `code`."""
-    return Response({"errors": exc.errors}, status=exc.status or code)
-
+from models_registry.models import ModelVersion, model_name_validator, team_name_validator
+from models_registry.services import Provenance
 
 RETURN_EXISTING = OpenApiParameter(
     "return_existing",
@@ -70,10 +66,7 @@ class TeamListCreateApi(APIView):
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            team = services.team_create(name=data.validated_data["name"], actor=request.user)
-        except RegistryError as exc:
-            return _refused(exc)
+        team = services.team_create(name=data.validated_data["name"], actor=request.user)
         return Response(TeamOutputSerializer(team).data, status=status.HTTP_201_CREATED)
 
 
@@ -101,12 +94,9 @@ class TeamMembersApi(APIView):
         team = _team_or_404(name)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            services.team_member_add(
-                team=team, username=data.validated_data["username"], actor=request.user
-            )
-        except RegistryError as exc:
-            return _refused(exc)
+        services.team_member_add(
+            team=team, username=data.validated_data["username"], actor=request.user
+        )
         members = selectors.team_members(team=team)
         return Response(
             MemberOutputSerializer(members, many=True).data, status=status.HTTP_201_CREATED
@@ -120,12 +110,7 @@ class TeamMemberApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, name, username):
-        try:
-            services.team_member_remove(
-                team=_team_or_404(name), username=username, actor=request.user
-            )
-        except RegistryError as exc:
-            return _refused(exc)
+        services.team_member_remove(team=_team_or_404(name), username=username, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -178,10 +163,7 @@ class ModelListCreateApi(APIView):
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            model = services.model_create(actor=request.user, **data.validated_data)
-        except RegistryError as exc:
-            return _refused(exc)
+        model = services.model_create(actor=request.user, **data.validated_data)
         return Response(
             ModelOutputSerializer(selectors.model_get(name=model.name)).data,
             status=status.HTTP_201_CREATED,
@@ -208,10 +190,7 @@ class ModelDetailApi(APIView):
         model = _model_or_404(name)
         data = self.InputSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        try:
-            services.model_update(model=model, actor=request.user, **data.validated_data)
-        except RegistryError as exc:
-            return _refused(exc)
+        services.model_update(model=model, actor=request.user, **data.validated_data)
         return Response(ModelOutputSerializer(selectors.model_get(name=name)).data)
 
     @extend_schema(
@@ -223,18 +202,32 @@ class ModelDetailApi(APIView):
         }
     )
     def delete(self, request, name):
-        try:
-            services.model_delete(model=_model_or_404(name), actor=request.user)
-        except RegistryError as exc:
-            return _refused(exc)
+        services.model_delete(model=_model_or_404(name), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+VERSION_STATUSES = tuple(ModelVersion.Status.values)
+_CHECKS = {"registered": "pending", "smoke_passed": "succeeded", "smoke_failed": "failed"}
+
+# A version's checks: config validation passed at upload; the smoke test on a staging node
+# is what stays pending (until a staging node runs it).
+VERSION_CHECKS = Lifecycle(
+    states=("pending", "succeeded", "failed"),
+    outcomes={"succeeded": "succeeded", "failed": "failed"},
+    state_of=lambda version: _CHECKS[version.status],
+)
 
 
 class VersionSummarySerializer(serializers.Serializer):
     version = serializers.IntegerField()
     label = serializers.CharField()
     digest = serializers.CharField()
-    status = serializers.CharField()
+    state = VERSION_CHECKS.state_field("Its checks: pending until the smoke test ran.")
+    finished = VERSION_CHECKS.finished_field()
+    outcome = VERSION_CHECKS.outcome_field()
+    status = serializers.ChoiceField(
+        choices=VERSION_STATUSES, help_text="Deprecated (API 2.0.0): read `state`."
+    )
     validation = serializers.JSONField()
     size_bytes = serializers.IntegerField()
     aliases = serializers.SerializerMethodField()
@@ -266,10 +259,10 @@ class VersionListCreateApi(APIView):
     """GET /api/v1/models/{name}/versions/ (newest first); POST a multipart `archive`."""
 
     permission_classes = [AlgorithmWrites]
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]
 
     class InputSerializer(inputs.InputSerializer):
-        archive = serializers.FileField()
+        archive = inputs.UploadField()
         label = serializers.CharField(required=False, allow_blank=True, max_length=100)
         notes = serializers.CharField(required=False, allow_blank=True)
         source_commit = serializers.CharField(required=False, allow_blank=True, max_length=100)
@@ -293,12 +286,10 @@ class VersionListCreateApi(APIView):
     )
     def post(self, request, name):
         model = _model_or_404(name)
-        try:  # before the body is read: an outsider's upload is not even parsed
-            services.team_write_check(
-                actor=request.user, team=model.team, what=f"Uploading a version of '{name}'"
-            )
-        except RegistryError as exc:
-            return _refused(exc)
+        # Before the body is read: an outsider's upload is not even parsed.
+        services.team_write_check(
+            actor=request.user, team=model.team, what=f"Uploading a version of '{name}'"
+        )
         limit = settings.SWITCHYARD_MAX_UPLOAD_BYTES
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
             message = f"The upload is larger than the limit of {limit} bytes."
@@ -323,11 +314,9 @@ class VersionListCreateApi(APIView):
                 refuse_duplicate=True,
             )
         except services.DuplicateVersion as exc:
-            if request.query_params.get("return_existing") in ("true", "1"):
-                return Response(VersionSummarySerializer(exc.version).data)
-            return _refused(exc)
-        except RegistryError as exc:
-            return _refused(exc)
+            if request.query_params.get("return_existing") not in ("true", "1"):
+                raise
+            return Response(VersionSummarySerializer(exc.version).data)
         finally:
             archive.close()
         return Response(VersionSummarySerializer(version).data, status=status.HTTP_201_CREATED)
@@ -344,17 +333,28 @@ class VersionDetailApi(APIView):
             raise Http404(f"Model '{name}' has no version {version}.")
         return found
 
-    @extend_schema(responses={200: VersionDetailSerializer})
+    @extend_schema(parameters=[WAIT_PARAMETER], responses={200: VersionDetailSerializer})
     def get(self, request, name, version):
         return Response(VersionDetailSerializer(self._get(name, version)).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request, name, version):
-        try:
-            services.model_version_delete(version=self._get(name, version), actor=request.user)
-        except RegistryError as exc:
-            return _refused(exc, status.HTTP_409_CONFLICT)
+        services.model_version_delete(version=self._get(name, version), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _version_finished(*, name: str, version: int) -> bool:
+    model = selectors.model_get(name=name)
+    found = model and selectors.model_version_get(model=model, version=version)
+    return not found or VERSION_CHECKS.finished(found)
+
+
+def _version_groups(*, name: str, version: int) -> list[str]:
+    found = ModelVersion.objects.filter(model__name=name, version=version).first()
+    return [group_name("version", found.pk)] if found else []
+
+
+version_detail = long_poll(VersionDetailApi, groups=_version_groups, finished=_version_finished)
 
 
 class VersionArchiveApi(APIView):
@@ -401,13 +401,6 @@ class AliasSetApi(APIView):
         target = selectors.model_version_get(model=model, version=data.validated_data["version"])
         if target is None:
             wanted = data.validated_data["version"]
-            message = f"Model '{name}' has no version {wanted}."
-            return Response(
-                {"errors": [{"field": "version", "message": message}]},
-                status=status.HTTP_404_NOT_FOUND,
-            )
-        try:
-            services.alias_set(model=model, name=alias, version=target, actor=request.user)
-        except RegistryError as exc:
-            return _refused(exc)
+            raise NotFound(f"Model '{name}' has no version {wanted}.", field="version")
+        services.alias_set(model=model, name=alias, version=target, actor=request.user)
         return Response({"model": name, "alias": alias, "version": target.version})

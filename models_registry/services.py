@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from accounts.errors import ApplicationError
 from audit.services import audit_record
 from integrations.triton.model_config import config_to_dict, validate_model_config
 from models_registry import selectors
@@ -19,26 +20,8 @@ from models_registry.signals import protected_change, version_registered
 from models_registry.storage import blob_remove, manifest_digest, staging_folders, stored_blobs
 
 
-class RegistryError(Exception):
-    """A registry write refused for a reason the user can fix.
-
-    `errors` is the API's list of {"field"|"file", "line"?, "message"} entries; `status` is
-    the HTTP code when the reason fixes it (403 not a member, 409 a release runs), else None.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        field: str | None = None,
-        errors: list | None = None,
-        status: int | None = None,
-    ):
-        super().__init__(message)
-        self.message = message
-        self.field = field
-        self.status = status
-        self.errors = errors or [{**({"field": field} if field else {}), "message": message}]
+class RegistryError(ApplicationError):
+    """A registry write refused (400 unless `status` says: 403 not a member, 409 a conflict)."""
 
 
 class DuplicateVersion(RegistryError):
@@ -418,7 +401,7 @@ def model_version_delete(*, version: ModelVersion, actor) -> None:
     except ProtectedError as exc:
         users = sorted({str(obj) for obj in exc.protected_objects})[:5]
         raise RegistryError(
-            f"{label} cannot be deleted: {'; '.join(users)}.", field="version"
+            f"{label} cannot be deleted: {'; '.join(users)}.", field="version", status=409
         ) from None
 
 

@@ -19,7 +19,7 @@ urlpatterns = [
     ),
     path(
         "models/<str:name>/versions/<int:version>/",
-        apis.VersionDetailApi.as_view(),
+        apis.version_detail,
         name="api-model-version",
     ),
     path(

@@ -7,22 +7,25 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import inputs
-from accounts.errors import errors_response
+from accounts.errors import NotFound
 from accounts.idempotency import idempotent
+from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
+from accounts.waits import WAIT_PARAMETER, group_name, long_poll
 from deployments.models import TritonCluster
 from deployments.selectors import cluster_get
 from integrations.routers.base import MAX_HEADER_NAME
 from models_registry.selectors import model_version_find
 from releases import selectors, services
 from releases.inputs import MAX_STEPS, PROGRESS_DEADLINE_S, STEP_INTERVAL_S
-from releases.services import ReleaseError
 from releases.state_machine import Phase
 
-
-def _refused(exc: ReleaseError) -> Response:
-    return errors_response(exc.message, field=exc.field, status=exc.status)
+RELEASE = Lifecycle(
+    states=tuple(p.value.lower() for p in Phase),
+    outcomes={"succeeded": "succeeded", "rolled_back": "rolled_back", "failed": "failed"},
+    state_of=lambda release: str(release.phase).lower(),
+)
 
 
 class EventSerializer(serializers.Serializer):
@@ -49,13 +52,19 @@ class ReleaseSerializer(serializers.Serializer):
     model = serializers.CharField(source="model.name")
     baseline_version = serializers.IntegerField(source="baseline.version")
     candidate_version = serializers.IntegerField(source="candidate.version")
-    strategy = serializers.CharField()
+    strategy = serializers.ChoiceField(choices=["canary", "blue_green"])
     steps = serializers.JSONField()
     step_interval_s = serializers.FloatField()
     analysis = serializers.JSONField()
     sla = ReleaseSlaSerializer()
     sticky_header = serializers.CharField()
-    state = serializers.CharField(source="phase")
+    state = RELEASE.state_field()
+    finished = RELEASE.finished_field()
+    outcome = RELEASE.outcome_field()
+    phase = serializers.ChoiceField(
+        choices=[p.value for p in Phase],
+        help_text="Deprecated (API 2.0.0): `state` in upper case, as 1.x answered it.",
+    )
     step_index = serializers.IntegerField()
     candidate_weight = serializers.FloatField()
     router_weight = serializers.FloatField(allow_null=True)
@@ -144,10 +153,6 @@ class ReleaseListCreateApi(APIView):
         releases = selectors.release_list_filtered(**list_filters(request, ReleaseFilters))
         return paginated(request, releases, ReleaseSerializer)
 
-    class OutputSerializer(serializers.Serializer):
-        id = serializers.IntegerField()
-        state = serializers.CharField()
-
     class DryRunSerializer(serializers.Serializer):
         dry_run = serializers.BooleanField()
         cluster = serializers.CharField(source="cluster.name")
@@ -161,7 +166,7 @@ class ReleaseListCreateApi(APIView):
     @extend_schema(
         request=InputSerializer,
         responses={
-            201: OutputSerializer,
+            201: ReleaseSerializer,
             200: OpenApiResponse(
                 DryRunSerializer, description="dry_run: every check passed; nothing started."
             ),
@@ -175,35 +180,43 @@ class ReleaseListCreateApi(APIView):
         cluster = TritonCluster.objects.filter(name=body.pop("cluster")).first()
         model, number = body.pop("model"), body.pop("candidate_version")
         candidate = model_version_find(model_name=model, version=number)
-        if cluster is None or candidate is None:
-            field = "cluster" if cluster is None else "candidate_version"
-            message = (
-                f"No cluster named '{request.data.get('cluster')}'."
-                if cluster is None
-                else f"Model '{model}' has no version {number}."
-            )
-            return Response({"errors": [{"field": field, "message": message}]}, status=404)
-        try:
-            release = services.release_create(
-                cluster=cluster, candidate=candidate, actor=request.user, **body
-            )
-        except ReleaseError as exc:
-            return _refused(exc)
+        if cluster is None:
+            raise NotFound(f"No cluster named '{request.data.get('cluster')}'.", field="cluster")
+        if candidate is None:
+            message = f"Model '{model}' has no version {number}."
+            raise NotFound(message, field="candidate_version")
+        release = services.release_create(
+            cluster=cluster, candidate=candidate, actor=request.user, **body
+        )
         if body["dry_run"]:
             release.dry_run = True
             return Response(self.DryRunSerializer(release).data)
-        return Response({"id": release.pk, "state": release.phase}, status=status.HTTP_201_CREATED)
+        created = selectors.release_get(release_id=release.pk, with_events=False)
+        return Response(ReleaseSerializer(created).data, status=status.HTTP_201_CREATED)
 
 
 class ReleaseDetailApi(APIView):
-    """GET /api/v1/releases/{id}/: state, weights, analyses and events."""
+    """GET /api/v1/releases/{id}/[?wait=s]: state, weights, analyses and events."""
 
-    @extend_schema(responses={200: ReleaseDetailSerializer})
+    @extend_schema(parameters=[WAIT_PARAMETER], responses={200: ReleaseDetailSerializer})
     def get(self, request, release_id):
         release = selectors.release_get(release_id=release_id, with_events=False)
         if release is None:
             raise Http404(f"No release {release_id}.")
         return Response(ReleaseDetailSerializer(release).data)
+
+
+def _release_finished(*, release_id: int) -> bool:
+    found = selectors.release_get(release_id=release_id, with_events=False)
+    return found is None or RELEASE.finished(found)
+
+
+release_detail = long_poll(
+    ReleaseDetailApi,
+    # Woken by saves outside the tick and by every tick's publish (releases/events.py).
+    groups=lambda release_id: [group_name("release", release_id)],
+    finished=_release_finished,
+)
 
 
 class ReleaseEventsApi(APIView):
@@ -235,10 +248,7 @@ class ReleaseActionApi(APIView):
             raise Http404(f"No release {release_id}.")
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            services.release_action(release=release, actor=request.user, **data.validated_data)
-        except ReleaseError as exc:
-            return _refused(exc)
+        services.release_action(release=release, actor=request.user, **data.validated_data)
         return Response(ReleaseSerializer(selectors.release_get(release_id=release_id)).data)
 
 

@@ -5,9 +5,16 @@ class ReleasesConfig(AppConfig):
     name = "releases"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_save
+
+        from accounts.waits import saved_receiver
         from models_registry.signals import protected_change
 
         protected_change.connect(_refuse_during_release, dispatch_uid="releases-protect")
+        # ?wait= on a release's detail wakes on its saves and on every tick's publish.
+        post_save.connect(
+            saved_receiver("release"), sender="releases.Release", weak=False, dispatch_uid="rw"
+        )
 
 
 def _refuse_during_release(sender, model, change: str, release_id: int | None, **kwargs) -> None:

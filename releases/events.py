@@ -3,6 +3,8 @@
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from accounts.waits import notify_changed
+
 
 def group(release_id: int) -> str:
     return f"release-{release_id}"
@@ -71,3 +73,4 @@ def publish(release_id: int) -> None:
         async_to_sync(layer.group_send)(
             group(release_id), {"type": "release.event", "payload": release_payload(release)}
         )
+    notify_changed("release", release_id, now=True)  # ?wait= on the release's detail

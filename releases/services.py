@@ -5,6 +5,7 @@ import time
 
 from django.db import transaction
 
+from accounts.errors import ApplicationError
 from audit.services import audit_record
 from benchmarks.services import BenchmarkGateError, benchmark_gate_check
 from deployments.services import (
@@ -27,12 +28,8 @@ from releases.routing import router_driver_name
 from releases.state_machine import ACTIONS, TERMINAL, Phase, State
 
 
-class ReleaseError(Exception):
-    """Refused for a reason the user can fix; `status` is the HTTP code (400 or 409)."""
-
-    def __init__(self, message: str, *, field: str | None = None, status: int = 400):
-        super().__init__(message)
-        self.message, self.field, self.status = message, field, status
+class ReleaseError(ApplicationError):
+    """A release start or action refused (400, or 409 when it conflicts with the release)."""
 
 
 def _checked_inputs(

@@ -4,7 +4,7 @@ from releases import apis
 
 urlpatterns = [
     path("releases/", apis.ReleaseListCreateApi.as_view(), name="api-releases"),
-    path("releases/<int:release_id>/", apis.ReleaseDetailApi.as_view(), name="api-release"),
+    path("releases/<int:release_id>/", apis.release_detail, name="api-release"),
     path(
         "releases/<int:release_id>/events/",
         apis.ReleaseEventsApi.as_view(),

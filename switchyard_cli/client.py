@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 import tomllib
 import uuid
 from collections.abc import Callable
@@ -11,6 +12,11 @@ from urllib.parse import urlencode, urlsplit
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 CHUNK = 64 * 1024
+# Retries after a connection error or a 5xx, for requests that are safe to send again:
+# GET, PUT, DELETE, and POSTs carrying an Idempotency-Key (the server replays the first
+# answer instead of doing the work twice). The pauses between attempts, in seconds.
+RETRY_PAUSES_S = (0.5, 1.0, 2.0, 4.0)
+RETRY_STATUSES = frozenset({500, 502, 503, 504})
 
 
 class ApiError(Exception):
@@ -68,12 +74,45 @@ def _error_message(status: int, payload) -> str:
     return f"HTTP {status}: {str(payload)[:300]}"
 
 
+def _retryable(exc: ApiError) -> bool:
+    """A connection error, a 5xx, or the same Idempotency-Key's first request still running."""
+    if exc.status == 0 or exc.status in RETRY_STATUSES:
+        return True
+    errors = exc.payload.get("errors") if isinstance(exc.payload, dict) else None
+    first = errors[0] if isinstance(errors, list) and errors else {}
+    return (
+        exc.status == 409
+        and isinstance(first, dict)
+        and first.get("field") == "Idempotency-Key"
+        and "still running" in str(first.get("message"))
+    )
+
+
 class Client:
-    def __init__(self, url: str, token: str | None, timeout_s: float = 60.0):
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        timeout_s: float = 60.0,
+        retry_pauses_s: tuple[float, ...] = RETRY_PAUSES_S,
+    ):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ApiError(0, None, f"not an http(s) URL: {url!r}")
         self.parts, self.token, self.timeout_s = parts, token, timeout_s
+        self.retry_pauses_s = retry_pauses_s
+
+    def _retrying(self, method: str, headers: dict, send: Callable[[int], object]):
+        """send(attempt) once, and again after a retryable failure when that is safe."""
+        safe = method in ("GET", "HEAD", "PUT", "DELETE") or "Idempotency-Key" in headers
+        pauses = self.retry_pauses_s if safe else ()
+        for attempt, pause in enumerate((*pauses, None)):
+            try:
+                return send(attempt)
+            except ApiError as exc:
+                if pause is None or not _retryable(exc):
+                    raise
+            time.sleep(pause)
 
     def _connection(self, timeout_s: float | None = None):
         kind = HTTPSConnection if self.parts.scheme == "https" else HTTPConnection
@@ -91,13 +130,18 @@ class Client:
         return headers
 
     def request(self, method: str, path: str, *, body=None, query=None, headers=None, **kw):
-        """Send one request; answer the decoded body (JSON, or text); raise ApiError on 4xx/5xx."""
+        """Send a request (retried when safe); answer the decoded body (JSON, or text);
+        raise ApiError on 4xx/5xx."""
         data = None if body is None else json.dumps(body).encode()
         extra = {"Content-Type": "application/json"} if data is not None else {}
         extra.update(headers or {})
+        send = lambda attempt: self._once(method, self._path(path, query), data, extra, kw)  # noqa: E731
+        return self._retrying(method, extra, send)
+
+    def _once(self, method: str, path: str, data: bytes | None, extra: dict, kw: dict):
         conn = self._connection(kw.get("timeout_s"))
         try:
-            conn.request(method, self._path(path, query), body=data, headers=self._headers(extra))
+            conn.request(method, path, body=data, headers=self._headers(extra))
             return self._answer(conn.getresponse())
         except OSError as exc:
             raise ApiError(0, None, f"cannot reach {self.parts.geturl()}: {exc}") from exc
@@ -114,8 +158,13 @@ class Client:
             raise ApiError(response.status, payload, _error_message(response.status, payload))
         return payload
 
-    def upload(self, path: str, fields: dict, filename: str, data: bytes, progress: Callable):
-        """POST a multipart form with one file part, calling progress(sent, total)."""
+    def upload(
+        self, path: str, fields: dict, filename: str, data: bytes, progress: Callable, key: str
+    ):
+        """POST a multipart form with one file part, calling progress(sent, total).
+
+        Sent with Idempotency-Key `key` and retried like any safe request: when the first
+        attempt registered the version but its answer was lost, the retry gets that answer."""
         boundary = uuid.uuid4().hex
         head = b"".join(
             f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
@@ -127,13 +176,21 @@ class Client:
             f'filename="{filename}"\r\nContent-Type: application/gzip\r\n\r\n'
         ).encode()
         body = head + data + f"\r\n--{boundary}--\r\n".encode()
-        return self._send_body(path, body, f"multipart/form-data; boundary={boundary}", progress)
+        kind = f"multipart/form-data; boundary={boundary}"
+        extra = {"Idempotency-Key": key}
 
-    def _send_body(self, path: str, body: bytes, kind: str, progress: Callable):
+        def send(attempt: int):
+            return self._send_body(self._path(path, None), body, kind, progress, extra)
+
+        return self._retrying("POST", extra, send)
+
+    def _send_body(self, path: str, body: bytes, kind: str, progress: Callable, extra: dict):
         conn = self._connection(max(self.timeout_s, 300))
         try:
-            conn.putrequest("POST", self._path(path, None))
-            headers = self._headers({"Content-Type": kind, "Content-Length": str(len(body))})
+            conn.putrequest("POST", path)
+            headers = self._headers(
+                {"Content-Type": kind, "Content-Length": str(len(body)), **extra}
+            )
             for key, value in headers.items():
                 conn.putheader(key, value)
             conn.endheaders()

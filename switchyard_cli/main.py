@@ -18,6 +18,7 @@ from switchyard_cli.common import (
     create,
     emit,
     finish,
+    idempotency_key,
     int_list,
     output_option,
     wait_options,
@@ -98,9 +99,9 @@ def model_register(directory, model_name, label, team, folder, source_commit, no
     data = archive_of(directory, folder)
     fields = {"label": label, "source_commit": source_commit, "notes": notes}
     with upload_bar(f"uploading {len(data)} bytes") as progress:
-        created = api.upload(
-            f"{API}/models/{model_name}/versions/", fields, f"{label}.tar.gz", data, progress
-        )
+        path = f"{API}/models/{model_name}/versions/"
+        key = idempotency_key(path, {"model": model_name, "version": label})
+        created = api.upload(path, fields, f"{label}.tar.gz", data, progress, key)
     created.setdefault("id", f"{model_name}:{created.get('version')}")
     path = f"{API}/models/{model_name}/versions/{created.get('version')}/"
     finish(api, "version", path, created, opts)

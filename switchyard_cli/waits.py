@@ -24,7 +24,7 @@ def wait_until_finished(
         wait = max(0, min(LONG_POLL_S, int(left)))
         payload = client.request("GET", path, query={"wait": wait or None}, timeout_s=wait + 30)
         on_state(payload)
-        outcome = outcome_of(kind, payload)
+        outcome = outcome_of(payload)
         if outcome is not None or time.monotonic() >= deadline:
             return payload, outcome
         # A server without long-polling answers at once: poll about once a second.
@@ -33,7 +33,7 @@ def wait_until_finished(
 
 
 def describe(kind: str, payload: dict) -> str:
-    state = state_of(kind, payload)
+    state = state_of(payload)
     if kind == "release":
         weight = payload.get("candidate_weight")
         return f"{state} (candidate {weight}%)" if weight is not None else state

@@ -45,7 +45,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "controlplane.static_files.AsyncWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -146,7 +146,17 @@ SPECTACULAR_SETTINGS = {
     # The description (controlplane/api_description.md) and each operation's note are added
     # by controlplane.api_notes; docs/API.md is rendered from the result.
     "DESCRIPTION": "Control plane for fleets of NVIDIA Triton Inference Server",
-    "VERSION": "1.1.0",  # CHANGELOG.md says what changed
+    "VERSION": "2.0.0",  # CHANGELOG.md says what changed
+    # One named enum per state vocabulary (API.md, Status): generated clients get real types.
+    "ENUM_NAME_OVERRIDES": {
+        "VersionStateEnum": "models_registry.apis.VERSION_CHECKS.states",
+        "VersionStatusEnum": "models_registry.apis.VERSION_STATUSES",
+        "DeploymentStateEnum": "deployments.apis.DEPLOYMENT.states",
+        "DeploymentNodeStatusEnum": "deployments.apis.NODE_STATUSES",
+        "BenchmarkStateEnum": "benchmarks.apis.BENCHMARK.states",
+        "ReleaseStateEnum": "releases.apis.RELEASE.states",
+        "ReleasePhaseEnum": "releases.state_machine.Phase",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "controlplane.api_notes.add_operation_notes",
@@ -157,11 +167,19 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
+
+def channel_layer_host(url: str) -> dict:
+    """redis-py 8 reads with a 5 s socket timeout by default: exactly as long as
+    channels_redis blocks waiting for a message, so an idle receive failed every 5 s.
+    Read for longer than the layer blocks."""
+    return {"address": url, "socket_timeout": 30}
+
+
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL],
+            "hosts": [channel_layer_host(REDIS_URL)],
             "prefix": env.str("SWITCHYARD_CHANNEL_LAYER_PREFIX", default="switchyard"),
         },
     }

@@ -7,13 +7,14 @@ import uuid
 from controlplane.env import env
 
 from .base import *  # noqa: F403
+from .base import channel_layer_host
 
 # Tests use their own Redis database so a running demo's worker never answers them.
 REDIS_URL = env.str("SWITCHYARD_TEST_REDIS_URL", default="redis://127.0.0.1:6379/9")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": "switchyard-test"},
+        "CONFIG": {"hosts": [channel_layer_host(REDIS_URL)], "prefix": "switchyard-test"},
     }
 }
 CELERY_BROKER_URL = REDIS_URL

@@ -220,9 +220,9 @@ def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
             )
             assert code == 3 and "timed out" in out, out
             # A human pauses and resumes it from the command line.
-            release_state(world, release_id, "PROGRESSING")
+            release_state(world, release_id, "progressing")
             assert switchyard(world, "release", "pause", str(release_id))[0] == 0
-            release_state(world, release_id, "PAUSED")
+            release_state(world, release_id, "paused")
             assert switchyard(world, "release", "resume", str(release_id))[0] == 0
             code, out, err = switchyard(
                 world, "release", "status", str(release_id), "--wait", "--timeout", "150"
@@ -239,7 +239,7 @@ def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
             )
             assert code == 1, (out, err)
             answer = json.loads(out)
-            assert (answer["state"], answer["cli_outcome"]) == ("ROLLED_BACK", "rolled_back")
+            assert (answer["state"], answer["cli_outcome"]) == ("rolled_back", "rolled_back")
             # An action that does not fit the state: the API's 409, exit 2.
             code, out, err = switchyard(world, "release", "promote", str(release_id))
             assert code == 2 and "HTTP 409" in err, (out, err)

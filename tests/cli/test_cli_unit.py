@@ -1,11 +1,15 @@
 """The CLI's pure parts: MODEL:VERSION, outcomes and exit codes, the config file, archives,
 the console-script entry point."""
 
+import http.server
 import importlib
 import io
+import json
 import os
+import socket
 import stat
 import tarfile
+import threading
 import tomllib
 
 import click
@@ -29,26 +33,18 @@ def test_pyproject_installs_the_switchyard_console_script():
 
 
 @pytest.mark.parametrize(
-    "kind,payload,outcome",
+    "payload,outcome",
     [
-        ("version", {"status": "registered"}, None),
-        ("version", {"status": "smoke_passed"}, "succeeded"),
-        ("version", {"status": "smoke_failed"}, "failed"),
-        ("deployment", {"status": "running"}, None),
-        ("deployment", {"status": "failed"}, "failed"),
-        ("benchmark", {"status": "succeeded", "verdict": {"passed": True}}, "succeeded"),
-        ("benchmark", {"status": "succeeded", "verdict": {"passed": False}}, "failed"),
-        ("release", {"state": "PROGRESSING"}, None),
-        ("release", {"state": "SUCCEEDED"}, "succeeded"),
-        ("release", {"state": "ROLLED_BACK"}, "rolled_back"),
-        ("release", {"state": "rolled_back"}, "rolled_back"),
-        # The server's own vocabulary wins when it answers one.
-        ("release", {"state": "x", "finished": True, "outcome": "cancelled"}, "cancelled"),
-        ("deployment", {"status": "succeeded", "finished": False, "outcome": None}, None),
+        ({"state": "pending", "finished": False, "outcome": None}, None),
+        ({"state": "succeeded", "finished": True, "outcome": "succeeded"}, "succeeded"),
+        ({"state": "succeeded", "finished": True, "outcome": "failed"}, "failed"),  # verdict
+        ({"state": "rolled_back", "finished": True, "outcome": "rolled_back"}, "rolled_back"),
+        ({"state": "cancelled", "finished": True, "outcome": "cancelled"}, "cancelled"),
+        ({"state": "running"}, None),  # no vocabulary: never taken as finished
     ],
 )
-def test_outcome_of_each_resource(kind, payload, outcome):
-    assert outcome_of(kind, payload) == outcome
+def test_outcome_is_the_servers_finished_and_outcome(payload, outcome):
+    assert outcome_of(payload) == outcome
 
 
 def test_exit_codes_a_ci_job_can_branch_on():
@@ -119,3 +115,84 @@ def test_idempotency_key_is_stable_per_job_and_target(monkeypatch):
     )
     release = {"model": "risk_score", "candidate_version": 3}
     assert idempotency_key("/api/v1/releases/", release) == "job-42:releases:risk_score:3"
+
+
+class _Flaky(http.server.BaseHTTPRequestHandler):
+    """A real HTTP server that fails the first `failures` requests (503, or a dropped
+    connection), then answers 201 with the number of requests it saw."""
+
+    seen: list = []
+    failures = 2
+    mode = "503"
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        self.seen.append((self.command, self.headers.get("Idempotency-Key")))
+        if len(self.seen) <= self.failures:
+            if self.mode == "drop":
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self.send_response(503)
+            self.end_headers()
+            return
+        body = json.dumps({"requests": len(self.seen)}).encode()
+        self.send_response(201)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def flaky():
+    _Flaky.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("mode", ["503", "drop"])
+def test_a_post_with_an_idempotency_key_is_retried_after_5xx_or_a_dropped_connection(flaky, mode):
+    _Flaky.mode = mode
+    api = cli_client.Client(f"http://127.0.0.1:{flaky.server_port}", "t", retry_pauses_s=(0, 0, 0))
+    answer = api.request("POST", "/x/", body={"a": 1}, headers={"Idempotency-Key": "k1"})
+    assert answer == {"requests": 3}
+    assert _Flaky.seen == [("POST", "k1")] * 3  # the same key every time: the server replays
+
+
+def test_a_post_without_a_key_is_sent_once(flaky):
+    _Flaky.mode = "503"
+    api = cli_client.Client(f"http://127.0.0.1:{flaky.server_port}", "t", retry_pauses_s=(0, 0, 0))
+    with pytest.raises(cli_client.ApiError) as failed:
+        api.request("POST", "/x/", body={"a": 1})
+    assert failed.value.status == 503 and len(_Flaky.seen) == 1
+
+
+def test_retries_stop_after_the_last_pause(flaky):
+    _Flaky.mode, _Flaky.failures = "503", 5
+    try:
+        api = cli_client.Client(f"http://127.0.0.1:{flaky.server_port}", "t", retry_pauses_s=(0,))
+        with pytest.raises(cli_client.ApiError) as failed:
+            api.request("GET", "/x/")
+    finally:
+        _Flaky.failures = 2
+    assert failed.value.status == 503 and len(_Flaky.seen) == 2
+
+
+def test_a_register_upload_carries_an_idempotency_key_and_is_retried(flaky):
+    _Flaky.mode = "drop"
+    api = cli_client.Client(f"http://127.0.0.1:{flaky.server_port}", "t", retry_pauses_s=(0, 0, 0))
+    answer = api.upload("/v/", {"label": "b1"}, "b1.tar.gz", b"x" * 10, lambda *a: None, "job:v")
+    assert answer == {"requests": 3} and _Flaky.seen == [("POST", "job:v")] * 3

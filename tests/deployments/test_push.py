@@ -124,8 +124,12 @@ def test_upload_push_serves_the_version_on_every_node_then_replaces_it(world):
     assert deployment_run(deployment_id=unload.pk).status == "succeeded"
     for node in world["fleet"].nodes:
         assert _loaded(node, "risk_score") == set()
-    assert api.delete("/api/v1/models/risk_score/versions/2/").status_code == 204
-    assert ModelVersion.objects.filter(model=model, version=2).count() == 0
+    # The deploys to this production cluster moved `production` (docs/API.md), and the
+    # alias's history keeps every version it pointed to: v2 stays, for audit.
+    assert model.aliases.get(name="production").version == v2
+    held = api.delete("/api/v1/models/risk_score/versions/2/")
+    assert held.status_code == 409 and "production" in held.json()["errors"][0]["message"]
+    assert ModelVersion.objects.filter(model=model, version=2).count() == 1
 
 
 def test_filesystem_push_writes_the_repository_atomically_and_serves(world):

@@ -43,7 +43,7 @@ def test_a_release_can_waive_the_cluster_requirement_and_then_starts_pending(set
     )
     assert response.status_code == 201, response.content
     body = setup["api"].get(f"/api/v1/releases/{response.json()['id']}/").json()
-    assert body["state"] == "PENDING" and body["baseline_version"] == 1
+    assert body["state"] == "pending" and body["baseline_version"] == 1
     assert [s["weight"] for s in body["steps"]] == [10.0, 100.0]
     again = setup["api"].post(
         "/api/v1/releases/", {**BODY, "require_benchmark": False}, format="json"

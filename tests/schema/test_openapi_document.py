@@ -61,11 +61,16 @@ def test_fields_the_api_returns_as_null_are_nullable(document, component, field)
 @pytest.mark.parametrize(
     "path, method, code, fields",
     [
-        ("/api/v1/releases/", "post", "201", {"id", "state"}),
-        ("/api/v1/deployments/", "post", "202", {"id", "status"}),
-        ("/api/v1/clusters/{name}/models/{model}/unload/", "post", "202", {"id", "status"}),
-        ("/api/v1/benchmarks/", "post", "202", {"id", "status"}),
-        ("/api/v1/benchmarks/{run_id}/cancel/", "post", "202", {"id", "status"}),
+        ("/api/v1/releases/", "post", "201", {"id", "state", "finished", "outcome", "steps"}),
+        ("/api/v1/deployments/", "post", "202", {"id", "state", "finished", "outcome"}),
+        (
+            "/api/v1/clusters/{name}/models/{model}/unload/",
+            "post",
+            "202",
+            {"id", "state", "finished", "outcome"},
+        ),
+        ("/api/v1/benchmarks/", "post", "202", {"id", "state", "finished", "outcome"}),
+        ("/api/v1/benchmarks/{run_id}/cancel/", "post", "202", {"id", "state", "finished"}),
         ("/api/v1/models/{name}/aliases/{alias}/", "put", "200", {"model", "alias", "version"}),
         ("/api/v1/clusters/{name}/status/", "get", "200", {"cluster", "desired", "nodes"}),
         ("/api/v1/clusters/{name}/router/", "get", "200", {"driver", "running", "routes"}),
@@ -124,3 +129,67 @@ def test_a_throttled_operation_documents_429():
     document = generator.get_schema(request=None, public=True)
 
     assert "429" in document["paths"]["/api/v1/throttled/"]["post"]["responses"]
+
+
+def _operations(document: dict):
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            yield path, method, operation
+
+
+def test_every_request_body_is_its_own_component_with_one_content_type(document):
+    """A generated client needs one unambiguous body per operation, never one shared by
+    accident (the 1.0 schema sent every body to the sign-in `Input`)."""
+    seen: dict[str, str] = {}
+    for path, method, operation in _operations(document):
+        body = operation.get("requestBody")
+        if body is None:
+            continue
+        assert len(body["content"]) == 1, (method, path, list(body["content"]))
+        ((media, content),) = body["content"].items()
+        uploads = media == "multipart/form-data"
+        assert media == "application/json" or uploads, (method, path, media)
+        ref = content["schema"]["$ref"]
+        assert ref not in seen, f"{method} {path} shares {ref} with {seen[ref]}"
+        seen[ref] = f"{method} {path}"
+
+
+@pytest.mark.parametrize(
+    "component, enum, values",
+    [
+        ("VersionSummary", "VersionStateEnum", ["pending", "succeeded", "failed"]),
+        ("Deployment", "DeploymentStateEnum", ["pending", "running", "succeeded", "failed"]),
+        (
+            "Benchmark",
+            "BenchmarkStateEnum",
+            ["pending", "running", "succeeded", "failed", "cancelled"],
+        ),
+        ("Release", "ReleaseStateEnum", None),
+    ],
+)
+def test_async_resources_speak_one_vocabulary(document, component, enum, values):
+    schemas = document["components"]["schemas"]
+    props = schemas[component]["properties"]
+    assert props["state"]["allOf"][0]["$ref"].endswith(f"/{enum}")
+    assert props["finished"]["type"] == "boolean"
+    assert props["outcome"]["nullable"] is True
+    assert props["outcome"]["oneOf"][0]["$ref"].endswith("/OutcomeEnum")
+    assert schemas["OutcomeEnum"]["enum"] == ["succeeded", "failed", "rolled_back", "cancelled"]
+    states = schemas[enum]["enum"]
+    assert states == (values or [s.lower() for s in schemas["ReleasePhaseEnum"]["enum"]])
+    assert all(state == state.lower() for state in states)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/models/{name}/versions/{version}/",
+        "/api/v1/deployments/{deployment_id}/",
+        "/api/v1/benchmarks/{run_id}/",
+        "/api/v1/releases/{release_id}/",
+    ],
+)
+def test_async_details_take_wait(document, path):
+    parameters = document["paths"][path]["get"]["parameters"]
+    wait = next(p for p in parameters if p["name"] == "wait")
+    assert wait["in"] == "query" and wait["schema"]["type"] == "number"
