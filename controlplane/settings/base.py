@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "benchmarks",
     "telemetry",
     "releases",
+    "health",
     "reports",
     "console",
     "observability",
@@ -310,3 +311,20 @@ SWITCHYARD_METRICS_ALLOWED_NETWORKS = [
 SWITCHYARD_METRICS_QUEUES = env.list(
     "SWITCHYARD_METRICS_QUEUES", default=[CELERY_TASK_DEFAULT_QUEUE]
 )
+
+# Deep health (health/, docs/operations.md "Alerts"): every serving version on every node
+# gets one real inference per interval; live traffic is judged over a sliding window.
+SWITCHYARD_PROBE_INTERVAL_S = env.float("SWITCHYARD_PROBE_INTERVAL_S", default=30.0)
+SWITCHYARD_HEALTH_WINDOW_S = env.float("SWITCHYARD_HEALTH_WINDOW_S", default=60.0)
+SWITCHYARD_HEALTH_MIN_REQUESTS = env.int("SWITCHYARD_HEALTH_MIN_REQUESTS", default=20)
+# The success rate (%) a model without an SLA success rate must keep.
+SWITCHYARD_HEALTH_MIN_SUCCESS_RATE = env.float("SWITCHYARD_HEALTH_MIN_SUCCESS_RATE", default=99.0)
+SWITCHYARD_LEAK_CYCLES = env.int("SWITCHYARD_LEAK_CYCLES", default=5)
+SWITCHYARD_LEAK_THRESHOLD_MIB = env.float("SWITCHYARD_LEAK_THRESHOLD_MIB", default=256.0)
+SWITCHYARD_DRIFT_ALERT_PASSES = env.int("SWITCHYARD_DRIFT_ALERT_PASSES", default=3)
+# Every probe interval: a version that fails while READY must show within one interval
+# (+ a few seconds); a pass costs two requests per serving version per node.
+CELERY_BEAT_SCHEDULE["health-watch"] = {
+    "task": "health.watch_all",
+    "schedule": SWITCHYARD_PROBE_INTERVAL_S,
+}
