@@ -37,7 +37,9 @@ def memory_sample_record(sender, *, node, model, operation, before, after, ok, *
     try:
         MemorySample.objects.create(
             node_id=node.pk,
-            cluster_name=node.cluster.name if node.cluster_id else "",
+            # Only when already loaded: this thread must not read rows the caller's
+            # transaction may still hold.
+            cluster_name=node.cluster.name if TritonNode.cluster.is_cached(node) else "",
             node_name=node.name,
             model_name=model,
             operation=operation,
