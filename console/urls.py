@@ -1,6 +1,7 @@
 from django.urls import path
 
 from console import (
+    alert_views,
     benchmark_views,
     cluster_views,
     registry_views,
@@ -97,4 +98,11 @@ urlpatterns += [
     path("releases/<int:release_id>/", release_views.release_detail, name="release-detail"),
     path("releases/<int:release_id>/live/", release_views.release_live, name="release-live"),
     path("releases/<int:release_id>/act/", release_views.release_act, name="release-act"),
+]
+
+# Alerts and node pages (console/alert_views.py).
+urlpatterns += [
+    path("alerts/", alert_views.alert_list, name="alert-list"),
+    path("alerts/<int:alert_id>/ack/", alert_views.alert_ack, name="alert-ack"),
+    path("clusters/<str:name>/nodes/<str:node>/", alert_views.node_detail, name="cluster-node"),
 ]
