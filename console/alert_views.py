@@ -105,5 +105,7 @@ def _sample_row(s) -> dict:
         "host_change": change(s.before_host_bytes, s.after_host_bytes),
         "rss_after": _mib(s.after_rss_bytes),
         "rss_change": change(s.before_rss_bytes, s.after_rss_bytes),
+        "shm_after": _mib(s.after_shm_bytes),
+        "shm_change": change(s.before_shm_bytes, s.after_shm_bytes),
         "ok": s.ok,
     }

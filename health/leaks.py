@@ -7,8 +7,8 @@ last N cycles (SWITCHYARD_LEAK_CYCLES), memory after the unload was higher than 
 load, and together it rose by more than SWITCHYARD_LEAK_THRESHOLD_MIB: explicit loads and
 unloads that never give memory back (a python model's native library, files a model leaves
 in /dev/shm, an allocator that keeps freed pages). Each figure is judged on its own: the
-host memory Triton reports (GPU memory added on GPU nodes) and the server's RSS when it
-runs on this host.
+host memory Triton reports (GPU memory added on GPU nodes), and for a node on this host
+the server's RSS and the host's shared memory (integrations/triton/memory.py).
 """
 
 import logging
@@ -49,6 +49,8 @@ def memory_sample_record(sender, *, node, model, operation, before, after, ok, *
             after_rss_bytes=after.rss_bytes,
             before_gpu_bytes=before.gpu_bytes,
             after_gpu_bytes=after.gpu_bytes,
+            before_shm_bytes=before.shm_bytes,
+            after_shm_bytes=after.shm_bytes,
             ok=ok,
         )
     finally:
@@ -69,7 +71,11 @@ class Cycle:
     after: dict[str, int | None]  # measure -> bytes just after the unload
 
 
-MEASURES = ("host", "rss")
+MEASURES = ("host", "rss", "shm")
+
+
+def _figures(sample, when: str) -> dict[str, int | None]:
+    return {m: getattr(sample, f"{when}_{m}_bytes", None) for m in MEASURES}
 
 
 def cycles_of(samples: list) -> list[Cycle]:
@@ -78,14 +84,10 @@ def cycles_of(samples: list) -> list[Cycle]:
     out = []
     for s in samples:
         if s.operation == MemorySample.Operation.LOAD:
-            loads.setdefault(s.model_name, {"host": s.before_host_bytes, "rss": s.before_rss_bytes})
+            loads.setdefault(s.model_name, _figures(s, "before"))
             continue
-        before = loads.pop(s.model_name, None) or {
-            "host": s.before_host_bytes,
-            "rss": s.before_rss_bytes,
-        }
-        after = {"host": s.after_host_bytes, "rss": s.after_rss_bytes}
-        out.append(Cycle(s.model_name, before, after))
+        before = loads.pop(s.model_name, None) or _figures(s, "before")
+        out.append(Cycle(s.model_name, before, _figures(s, "after")))
     return out
 
 
@@ -115,7 +117,9 @@ def leak_verdict(cycles: list[Cycle], n: int, threshold_bytes: int) -> dict | No
 
 
 def _summary(node: TritonNode, verdict: dict) -> str:
-    what = "host memory" if verdict["measure"] == "host" else "tritonserver RSS"
+    what = {"host": "host memory", "rss": "tritonserver RSS", "shm": "shared memory (/dev/shm)"}[
+        verdict["measure"]
+    ]
     return (
         f"{what} of {node} rose by {verdict['rise_bytes'] / MIB:.0f} MiB over its last "
         f"{verdict['cycles']} load/unload cycles and was never given back (models: "

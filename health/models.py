@@ -92,13 +92,16 @@ class MemorySample(models.Model):
     model_name = models.CharField(max_length=128)
     operation = models.CharField(max_length=10, choices=Operation.choices)
     # Triton's gauges (host memory used, the GPUs' summed) and the tritonserver's RSS when
-    # Switchyard started it on this host; any may be missing.
+    # it runs on this host; any may be missing.
     before_host_bytes = models.BigIntegerField(null=True, blank=True)
     after_host_bytes = models.BigIntegerField(null=True, blank=True)
     before_gpu_bytes = models.BigIntegerField(null=True, blank=True)
     after_gpu_bytes = models.BigIntegerField(null=True, blank=True)
     before_rss_bytes = models.BigIntegerField(null=True, blank=True)
     after_rss_bytes = models.BigIntegerField(null=True, blank=True)
+    # The host's shared memory (/dev/shm and other tmpfs) for a node on this host.
+    before_shm_bytes = models.BigIntegerField(null=True, blank=True)
+    after_shm_bytes = models.BigIntegerField(null=True, blank=True)
     ok = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 

@@ -5,7 +5,11 @@ Plain Python, never raises: a figure that cannot be read is None. The gauges are
 own (`nv_cpu_memory_used_bytes` is the host's used memory, so files in /dev/shm and other
 processes count; `nv_gpu_memory_used_bytes` per GPU, summed), refreshed every
 `--metrics-interval-ms`. The RSS is found by the node's HTTP port on the command line of a
-local `tritonserver` (a node Switchyard started, or any on this host).
+local `tritonserver` (a node Switchyard started, or any on this host); for such a node the
+host's shared memory (`Shmem` in /proc/meminfo: files in /dev/shm and other tmpfs, python
+backend regions) is read too. On a host that runs other work, used memory moves by hundreds
+of MiB within seconds while shared memory moves by the few MiB Triton's regions take: a
+model that leaves files in /dev/shm shows there first.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ class NodeMemory:
     host_bytes: int | None = None
     gpu_bytes: int | None = None
     rss_bytes: int | None = None
+    shm_bytes: int | None = None
 
 
 def gauges_from_text(text: str) -> dict[str, int]:
@@ -95,6 +100,17 @@ def rss_bytes(pid: int) -> int | None:
     return None
 
 
+def shared_memory_bytes() -> int | None:
+    """This host's shared memory (tmpfs and System V / POSIX shm), from /proc/meminfo."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("Shmem:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def node_memory(http_url: str, metrics_url: str | None, *, timeout_s: float = 2.0) -> NodeMemory:
     """What the node's memory is now (see the module docstring); never raises."""
     text = metrics_text(metrics_url, timeout_s) if metrics_url else None
@@ -104,4 +120,5 @@ def node_memory(http_url: str, metrics_url: str | None, *, timeout_s: float = 2.
         host_bytes=gauges.get("host"),
         gpu_bytes=gauges.get("gpu"),
         rss_bytes=rss_bytes(pid) if pid else None,
+        shm_bytes=shared_memory_bytes() if pid else None,
     )

@@ -45,7 +45,8 @@ def test_a_cycle_runs_from_before_the_load_to_after_the_unload():
     cycles = cycles_of(
         [s("load", "a", 100, 150), s("load", "a", 150, 160), s("unload", "a", 160, 120)]
     )
-    assert cycles == [Cycle("a", {"host": 100, "rss": None}, {"host": 120, "rss": None})]
+    none = {"rss": None, "shm": None}
+    assert cycles == [Cycle("a", {"host": 100, **none}, {"host": 120, **none})]
 
 
 def test_errors_the_router_saw_fire_even_when_triton_counted_none():
