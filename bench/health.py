@@ -48,6 +48,7 @@ def _cpu_ticks(pid: int) -> int:
 
 def _world(fleet, work: str, port: int):
     from django.contrib.auth import get_user_model
+    from django.db import transaction
 
     from deployments.reconcile import cluster_reconcile
     from deployments.services import cluster_create, node_create, serving_state_set
@@ -73,9 +74,10 @@ def _world(fleet, work: str, port: int):
             name=f"m{i:02d}", team="bench", actor=user, sla={"min_success_rate": 99}
         )
         source = FLAGGED.format(flag=str(flag if i == 0 else Path(work) / "never"))
-        serving_state_set(
-            cluster=cluster, model=model, versions=[register_python(model, user, source)]
-        )
+        with transaction.atomic():
+            serving_state_set(
+                cluster=cluster, model=model, versions=[register_python(model, user, source)]
+            )
     cluster_reconcile(cluster=cluster)
     return cluster, flag
 

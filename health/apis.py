@@ -7,11 +7,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.errors import errors_response
-from accounts.inputs import ChoicesListed
+from accounts.inputs import ChoicesListed, InputSerializer
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import ReleaseManagersWrite
+from deployments.models import TritonCluster
 from health import selectors, services
-from health.models import Alert
+from health.models import Alert, ClusterHealth
+from health.remediation import cluster_remediation_set
 
 
 class AlertSerializer(serializers.Serializer):
@@ -97,3 +99,38 @@ class AlertAckApi(APIView):
         except services.AlertError as exc:
             return errors_response(exc.message, field=exc.field, status=exc.status)
         return Response(AlertSerializer(selectors.alert_get(alert_id=alert.pk)).data)
+
+
+class HealthSettingsSerializer(InputSerializer):
+    remediation_enabled = serializers.BooleanField(
+        help_text="reload a version whose probe fails while READY (at most once an hour)"
+    )
+
+
+class ClusterHealthSettingsApi(APIView):
+    """GET, PUT /api/v1/clusters/{name}/health-settings/: release managers switch the
+    automatic reload on or off (off by default)."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    def _cluster(self, name: str):
+        cluster = TritonCluster.objects.filter(name=name).first()
+        if cluster is None:
+            raise Http404(f"No cluster named '{name}'.")
+        return cluster
+
+    @extend_schema(responses={200: HealthSettingsSerializer})
+    def get(self, request, name: str):
+        row = ClusterHealth.objects.filter(cluster=self._cluster(name)).first()
+        return Response({"remediation_enabled": bool(row and row.remediation_enabled)})
+
+    @extend_schema(request=HealthSettingsSerializer, responses={200: HealthSettingsSerializer})
+    def put(self, request, name: str):
+        data = HealthSettingsSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        row = cluster_remediation_set(
+            cluster=self._cluster(name),
+            enabled=data.validated_data["remediation_enabled"],
+            actor=request.user,
+        )
+        return Response({"remediation_enabled": row.remediation_enabled})

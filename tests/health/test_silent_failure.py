@@ -5,6 +5,7 @@ import time
 import uuid
 
 import pytest
+from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from deployments.executor import deployment_run
@@ -70,6 +71,18 @@ def test_a_version_failing_every_request_while_ready_fires_and_resolves_when_fix
             assert alert.version == version.version and alert.severity == "critical"
             # The probes saw it on both nodes while Triton said READY.
             _passes_until(cluster, lambda: _open("probe_failed_while_ready", name).count() == 2, 2)
+            # Remediation (off by default): one reload per node, not again within the hour.
+            api = APIClient()
+            api.force_authenticate(world["rita"])
+            url = f"/api/v1/clusters/{cluster.name}/health-settings/"
+            assert api.get(url).json() == {"remediation_enabled": False}
+            assert api.put(url, {"remediation_enabled": True}, format="json").status_code == 200
+            reloads = AuditEvent.objects.filter(action="health.version_reloaded")
+            for _ in range(2):
+                cluster_health_pass(cluster=cluster)
+                assert sorted(r.details["node"] for r in reloads) == sorted(
+                    n.name for n in world["nodes"]
+                )
             fired = AuditEvent.objects.get(action="alert.fired", object_id=str(alert.pk))
             assert fired.details["kind"] == "silent_failure" and fired.details["model"] == name
             assert traffic.failed > 0 and passes <= 2
