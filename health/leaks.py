@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import connection
 
 from deployments.models import TritonNode
-from health.models import MemorySample
+from health.models import Alert, MemorySample
 from health.services import Finding
 
 log = logging.getLogger(__name__)
@@ -160,8 +160,6 @@ def leak_findings(cluster) -> tuple[list[Finding], set[str]]:
 
 def _still_high(node, recent: list, threshold: int) -> bool:
     """The newest reading is still well above where the flagged rise began."""
-    from health.models import Alert
-
     alert = Alert.objects.filter(
         kind="leak_suspected", cluster=node.cluster, node_name=node.name, resolved_at=None
     ).first()

@@ -1,6 +1,6 @@
 """Reads of alerts and memory samples."""
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from health.models import Alert, MemorySample
 
@@ -48,7 +48,7 @@ def alerts_open_about(
     if node:
         qs = qs.filter(node_name=node)
     if model:
-        qs = qs.filter(Q(model_name=model))
+        qs = qs.filter(model_name=model)
     return qs.order_by("-started_at", "-id")
 
 

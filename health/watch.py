@@ -62,26 +62,14 @@ def _traffic_findings(cluster, targets, slas, probes, nodes) -> dict[str, tuple]
     windows = traffic.windows(router, metrics, window_s)
     min_requests = settings.SWITCHYARD_HEALTH_MIN_REQUESTS
     default = settings.SWITCHYARD_HEALTH_MIN_SUCCESS_RATE
-    key = lambda t: (t.model, t.version)  # noqa: E731
-    return {
-        "silent_failure": detect.split(
-            detect.silent_failure(
-                cluster,
-                t,
-                slas[t.model],
-                windows.get(key(t)),
-                min_requests=min_requests,
-                default=default,
-            )
-            for t in targets
-        ),
-        "queue_time_over_sla": detect.split(
-            detect.queue_over_sla(
-                cluster, t, slas[t.model], windows.get(key(t)), min_requests=min_requests
-            )
-            for t in targets
-        ),
-    }
+    silent, queue = [], []
+    for t in targets:
+        w, sla = windows.get((t.model, t.version)), slas[t.model]
+        silent.append(
+            detect.silent_failure(cluster, t, sla, w, min_requests=min_requests, default=default)
+        )
+        queue.append(detect.queue_over_sla(cluster, t, sla, w, min_requests=min_requests))
+    return {"silent_failure": detect.split(silent), "queue_time_over_sla": detect.split(queue)}
 
 
 def cluster_health_pass(*, cluster: TritonCluster) -> PassReport:
