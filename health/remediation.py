@@ -1,11 +1,14 @@
 """Optional remediation (per cluster, off by default): reload a version whose probe fails
 while Triton says READY, at most once an hour per (node, model, version), audited.
 
-The reload unloads the model on that node only and loads what the cluster must serve
-again, warming up the failing version: a stuck stub or a corrupted in-memory state goes;
-a model that is simply wrong keeps failing and its alert stays open.
+The reload loads the cluster's serving set of that model again on that node only, under a
+config that differs by one parameter, so Triton restarts its versions (a stuck stub or a
+corrupted in-memory state goes); a load that fails keeps the running copy. A model that is
+simply wrong keeps failing and its alert stays open. The next push of the model reloads it
+once more (its config differs from the reloaded one).
 """
 
+import json
 import logging
 import time
 
@@ -20,6 +23,7 @@ from integrations.triton.errors import TritonError
 
 log = logging.getLogger(__name__)
 MIN_GAP_S = 3600.0
+RELOAD_PARAMETER = "switchyard_reload"  # its value changes the config: Triton reloads
 
 
 def cluster_remediation_set(*, cluster: TritonCluster, enabled: bool, actor) -> ClusterHealth:
@@ -63,6 +67,10 @@ def _claim(cluster: TritonCluster, finding: Finding) -> bool:
 
 
 def _reload(cluster: TritonCluster, node, finding: Finding) -> None:
+    """Load the cluster's serving set again on `node` under a config that differs only by a
+    reload parameter: Triton restarts every version of the model, and a load that fails
+    (its warm-up included) keeps the running copy serving (docs/TRITON.md §api). Unloading
+    first would leave a model that still fails on load with nothing serving."""
     versions = [
         sv.version
         for sv in ServingVersion.objects.filter(
@@ -75,10 +83,13 @@ def _reload(cluster: TritonCluster, node, finding: Finding) -> None:
     plan = push.build_plan(versions, upload=upload)
     if not upload:
         push.materialize(cluster.repository_path, versions, plan)
-    push.unload_on_node(node, finding.model)
-    with push.client_for(node) as client:
-        client.wait_unloaded(finding.model, timeout_s=30.0)
-    outcome = push.apply_on_node(node, plan, warm_version=finding.version)
+    config = json.loads(plan.config_json)
+    config.setdefault("parameters", {})[RELOAD_PARAMETER] = {"string_value": str(time.time())}
+    # Measured on 2.51: reloading a running python model whose native warm-up fails killed
+    # the server (both test nodes, "Stream removed"); the probe that follows judges it.
+    config.pop("model_warmup", None)
+    plan.config_json = json.dumps(config)
+    outcome = push.apply_on_node(node, plan, warm_version=None)
     if not outcome.ok:
         log.warning("reload of %s on %s failed: %s", finding.model, node, outcome.error)
 

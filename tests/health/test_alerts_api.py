@@ -129,3 +129,10 @@ def test_release_managers_acknowledge_and_the_row_says_who(world):
     alerts_sync(kind="silent_failure", firing=[])
     assert _api(world["rita"]).post(url).status_code == 409
     assert _api(world["rita"]).post("/api/v1/alerts/999999/ack/").status_code == 404
+
+
+def test_open_alerts_are_counted_on_the_metrics_endpoint(world, client):
+    alert_fire(finding=_finding(world["cluster"]))
+    text = client.get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode()
+    line = 'switchyard_alerts_open{kind="silent_failure",severity="critical",state="firing"} 1.0'
+    assert line in text

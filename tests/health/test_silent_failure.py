@@ -28,7 +28,8 @@ def _passes_until(cluster, predicate, max_passes: int) -> int:
         cluster_health_pass(cluster=cluster)
         if predicate():
             return n
-    raise AssertionError(f"not seen after {max_passes} passes")
+    still = [(a.kind, a.node_name, a.summary) for a in Alert.objects.exclude(state="resolved")]
+    raise AssertionError(f"not seen after {max_passes} passes; open: {still}")
 
 
 def _open(kind: str | None, model: str):
