@@ -45,7 +45,8 @@ def gauges_from_text(text: str) -> dict[str, int]:
             found[key] = found.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
         except (ValueError, IndexError):
             continue
-    return {key: int(value) for key, value in found.items()}
+    # A fresh server prints 0 until its first metrics poll: no host uses no memory.
+    return {key: int(value) for key, value in found.items() if value > 0}
 
 
 def metrics_text(metrics_url: str, timeout_s: float) -> str | None:

@@ -26,7 +26,8 @@ def leak_world(triton_cluster, settings, tmp_path, make_user):
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
     settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
     settings.SWITCHYARD_LEAK_CYCLES = CYCLES
-    settings.SWITCHYARD_LEAK_THRESHOLD_MIB = 2.5 * LEAK_MIB
+    # Above what other work on a shared host moved used memory in five cycles (~300 MiB).
+    settings.SWITCHYARD_LEAK_THRESHOLD_MIB = 4 * LEAK_MIB
     rita = make_user("rita", role="release-managers")
     ada = make_user("ada", role="algorithm")
     team_create(name="fraud", actor=ada)
@@ -77,7 +78,9 @@ def test_a_node_whose_unloads_never_give_memory_back_is_flagged_and_a_clean_one_
         samples = MemorySample.objects.filter(model_name=model)
         assert samples.filter(operation="load").count() == CYCLES
         assert samples.filter(operation="unload").count() == CYCLES
-        assert all(s.before_host_bytes and s.after_rss_bytes and s.after_shm_bytes for s in samples)
+        assert all(s.after_rss_bytes and s.after_shm_bytes for s in samples), _samples(model)
+        # A fresh server's gauge reads 0 until its first poll: the unloads come later.
+        assert all(s.after_host_bytes for s in samples.filter(operation="unload")), _samples(model)
         cluster_health_pass(cluster=cluster)
 
     flagged = Alert.objects.filter(kind="leak_suspected", cluster=leaky_cluster).first()
@@ -87,7 +90,7 @@ def test_a_node_whose_unloads_never_give_memory_back_is_flagged_and_a_clean_one_
         and flagged.node_name == leak_world["clusters"][0].nodes.get().name
     )
     assert flagged.details["models"] == [leaky]
-    assert flagged.details["rise_bytes"] > 2.5 * LEAK_MIB * 1024 * 1024
+    assert flagged.details["rise_bytes"] > 4 * LEAK_MIB * 1024 * 1024
     assert "LD_PRELOAD" in flagged.details["remedy"] and leaky in flagged.summary
     assert not Alert.objects.filter(kind="leak_suspected", cluster=clean_cluster).exists()
 

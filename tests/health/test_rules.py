@@ -101,3 +101,16 @@ def test_router_window_reads_versioned_and_unversioned_requests(tmp_path):
     window = RouterWindow(log)
     window.read(now=105.0, window_s=30.0)
     assert window.counts({"m": 2}) == {("m", 2): (2, 1)}
+
+
+def test_memory_gauges_are_summed_over_gpus_and_a_fresh_servers_zero_is_no_reading():
+    from integrations.triton.memory import gauges_from_text
+
+    text = (
+        "# TYPE nv_cpu_memory_used_bytes gauge\n"
+        "nv_cpu_memory_used_bytes 1048576\n"
+        'nv_gpu_memory_used_bytes{gpu_uuid="a"} 100\n'
+        'nv_gpu_memory_used_bytes{gpu_uuid="b"} 50\n'
+    )
+    assert gauges_from_text(text) == {"host": 1048576, "gpu": 150}
+    assert gauges_from_text("nv_cpu_memory_used_bytes 0\n") == {}
