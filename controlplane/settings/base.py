@@ -168,6 +168,16 @@ CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 150
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Deep health (health/, docs/HEALTH.md): every serving version on every node
+# gets one real inference per interval; live traffic is judged over a sliding window.
+SWITCHYARD_PROBE_INTERVAL_S = env.float("SWITCHYARD_PROBE_INTERVAL_S", default=30.0)
+SWITCHYARD_HEALTH_WINDOW_S = env.float("SWITCHYARD_HEALTH_WINDOW_S", default=60.0)
+SWITCHYARD_HEALTH_MIN_REQUESTS = env.int("SWITCHYARD_HEALTH_MIN_REQUESTS", default=20)
+# The success rate (%) a model without an SLA success rate must keep.
+SWITCHYARD_HEALTH_MIN_SUCCESS_RATE = env.float("SWITCHYARD_HEALTH_MIN_SUCCESS_RATE", default=99.0)
+SWITCHYARD_LEAK_CYCLES = env.int("SWITCHYARD_LEAK_CYCLES", default=5)
+SWITCHYARD_LEAK_THRESHOLD_MIB = env.float("SWITCHYARD_LEAK_THRESHOLD_MIB", default=256.0)
+SWITCHYARD_DRIFT_ALERT_PASSES = env.int("SWITCHYARD_DRIFT_ALERT_PASSES", default=3)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one beat schedule (STYLE.md): each entry says why it runs at its cadence.
 CELERY_BEAT_SCHEDULE: dict = {
@@ -180,6 +190,9 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Every 10 s, like reconcile: a node added to (or changed in) a cluster gets traffic from
     # the running router soon after reconcile has loaded its models; a no-op reads one file.
     "releases-routers-sync": {"task": "releases.routers_sync", "schedule": 10.0},
+    # Every probe interval: a version that fails while READY must show within one interval
+    # (+ a few seconds); a pass costs two requests per serving version per node.
+    "health-watch": {"task": "health.watch_all", "schedule": SWITCHYARD_PROBE_INTERVAL_S},
 }
 
 # Daily: tokens are kept for days after they end, so a day's lag in deleting is harmless.
@@ -312,20 +325,3 @@ SWITCHYARD_METRICS_ALLOWED_NETWORKS = [
 SWITCHYARD_METRICS_QUEUES = env.list(
     "SWITCHYARD_METRICS_QUEUES", default=[CELERY_TASK_DEFAULT_QUEUE]
 )
-
-# Deep health (health/, docs/operations.md "Alerts"): every serving version on every node
-# gets one real inference per interval; live traffic is judged over a sliding window.
-SWITCHYARD_PROBE_INTERVAL_S = env.float("SWITCHYARD_PROBE_INTERVAL_S", default=30.0)
-SWITCHYARD_HEALTH_WINDOW_S = env.float("SWITCHYARD_HEALTH_WINDOW_S", default=60.0)
-SWITCHYARD_HEALTH_MIN_REQUESTS = env.int("SWITCHYARD_HEALTH_MIN_REQUESTS", default=20)
-# The success rate (%) a model without an SLA success rate must keep.
-SWITCHYARD_HEALTH_MIN_SUCCESS_RATE = env.float("SWITCHYARD_HEALTH_MIN_SUCCESS_RATE", default=99.0)
-SWITCHYARD_LEAK_CYCLES = env.int("SWITCHYARD_LEAK_CYCLES", default=5)
-SWITCHYARD_LEAK_THRESHOLD_MIB = env.float("SWITCHYARD_LEAK_THRESHOLD_MIB", default=256.0)
-SWITCHYARD_DRIFT_ALERT_PASSES = env.int("SWITCHYARD_DRIFT_ALERT_PASSES", default=3)
-# Every probe interval: a version that fails while READY must show within one interval
-# (+ a few seconds); a pass costs two requests per serving version per node.
-CELERY_BEAT_SCHEDULE["health-watch"] = {
-    "task": "health.watch_all",
-    "schedule": SWITCHYARD_PROBE_INTERVAL_S,
-}
