@@ -1,6 +1,7 @@
 from django.urls import path
 
 from console import (
+    alert_views,
     benchmark_views,
     cluster_views,
     registry_views,
@@ -106,4 +107,10 @@ urlpatterns += [
     path("webhooks/<int:webhook_id>/", webhook_views.webhook_detail, name="webhook-detail"),
     path("webhooks/<int:webhook_id>/toggle/", webhook_views.webhook_toggle, name="webhook-toggle"),
     path("webhooks/<int:webhook_id>/remove/", webhook_views.webhook_remove, name="webhook-remove"),
+]
+# Alerts and node pages (console/alert_views.py).
+urlpatterns += [
+    path("alerts/", alert_views.alert_list, name="alert-list"),
+    path("alerts/<int:alert_id>/ack/", alert_views.alert_ack, name="alert-ack"),
+    path("clusters/<str:name>/nodes/<str:node>/", alert_views.node_detail, name="cluster-node"),
 ]

@@ -123,6 +123,16 @@ OPERATION_NOTES = {
     "DELETE /api/v1/webhooks/{webhook_id}/": "Delete a webhook and its delivery log (204).",
     "GET /api/v1/webhooks/{webhook_id}/deliveries/": "The delivery log, newest first: status, "
     "attempts, last error and response code; `?status=`.",
+    # Deep health (docs/HEALTH.md)
+    "GET /api/v1/alerts/": "Alerts, newest first; `?state=firing|acknowledged|resolved|all` "
+    "(default firing) and `kind`, `severity`, `cluster`, `node`, `model` filters; everyone "
+    "signed in reads.",
+    "GET /api/v1/alerts/{alert_id}/": "One alert with its lifecycle.",
+    "POST /api/v1/alerts/{alert_id}/ack/": "Acknowledge a firing alert (release managers); 409 "
+    "once it is resolved.",
+    "GET /api/v1/clusters/{name}/health-settings/": "A cluster's health settings (remediation).",
+    "PUT /api/v1/clusters/{name}/health-settings/": "Turn the optional reload of a version whose "
+    "probe fails while READY on or off (at most once an hour per node, audited).",
 }
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")

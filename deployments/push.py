@@ -23,6 +23,7 @@ from django.conf import settings
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
+from deployments.memory_watch import memory_watched
 from deployments.validation import node_urls_check, repository_dir, tensor_limits
 from integrations.paths import PathError
 from integrations.triton.client import TritonClient
@@ -245,6 +246,7 @@ def warmup_inputs(config_dict: dict) -> dict:
     return generate_inputs(config_dict, batch_size=1, variable_dim=1, limits=tensor_limits())
 
 
+@memory_watched("load")
 def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutcome:
     """Load the plan, wait until every version is READY, warm up one version; never raises.
 
@@ -276,6 +278,7 @@ def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutc
         return NodeOutcome(False, error=f"{type(exc).__name__}: {exc}")
 
 
+@memory_watched("unload")
 def unload_on_node(node, model: str) -> NodeOutcome:
     """Unload a model from one node; never raises."""
     try:

@@ -115,6 +115,17 @@ def node_metrics() -> Iterator[Metric]:
     yield from (up, seen)
 
 
+def alert_metrics() -> Iterator[Metric]:
+    alerts = GaugeMetricFamily(
+        P + "alerts_open",
+        "Open health alerts (docs/HEALTH.md) per kind, severity and state.",
+        labels=["kind", "severity", "state"],
+    )
+    for row in selectors.open_alert_counts():
+        alerts.add_metric([row["kind"], row["severity"], row["state"]], row["n"])
+    yield alerts
+
+
 def redis_metrics(now: float) -> Iterator[Metric]:
     """The collector's health and Celery queue lengths; nothing when Redis is away."""
     try:
@@ -182,6 +193,7 @@ class SwitchyardCollector:
         yield from release_outcome_metrics()
         yield from deployment_metrics()
         yield from node_metrics()
+        yield from alert_metrics()
         yield from redis_metrics(time.time())
 
 

@@ -12,6 +12,7 @@ from datetime import timedelta
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 
 from deployments.models import Deployment, DriftEvent, TritonNode
+from health.models import Alert
 from releases.models import Release, ReleaseEvent
 from releases.state_machine import TERMINAL
 
@@ -92,3 +93,9 @@ def node_states() -> list[dict]:
     """Every node: cluster, name, health and when reconcile last reached it."""
     rows = TritonNode.objects.values("cluster__name", "name", "health", "last_seen_at")
     return list(rows.order_by("cluster__name", "name"))
+
+
+def open_alert_counts() -> list[dict]:
+    """Open alerts (firing or acknowledged) per kind, severity and state."""
+    rows = Alert.objects.exclude(state=Alert.State.RESOLVED).values("kind", "severity", "state")
+    return list(rows.annotate(n=Count("id")))

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "benchmarks",
     "telemetry",
     "releases",
+    "health",
     "reports",
     "notifications",
     "console",
@@ -69,6 +70,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "console.alert_views.alerts_badge",
             ],
         },
     },
@@ -196,6 +198,16 @@ CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 150
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Deep health (health/, docs/HEALTH.md): every serving version on every node
+# gets one real inference per interval; live traffic is judged over a sliding window.
+SWITCHYARD_PROBE_INTERVAL_S = env.float("SWITCHYARD_PROBE_INTERVAL_S", default=30.0)
+SWITCHYARD_HEALTH_WINDOW_S = env.float("SWITCHYARD_HEALTH_WINDOW_S", default=60.0)
+SWITCHYARD_HEALTH_MIN_REQUESTS = env.int("SWITCHYARD_HEALTH_MIN_REQUESTS", default=20)
+# The success rate (%) a model without an SLA success rate must keep.
+SWITCHYARD_HEALTH_MIN_SUCCESS_RATE = env.float("SWITCHYARD_HEALTH_MIN_SUCCESS_RATE", default=99.0)
+SWITCHYARD_LEAK_CYCLES = env.int("SWITCHYARD_LEAK_CYCLES", default=5)
+SWITCHYARD_LEAK_THRESHOLD_MIB = env.float("SWITCHYARD_LEAK_THRESHOLD_MIB", default=256.0)
+SWITCHYARD_DRIFT_ALERT_PASSES = env.int("SWITCHYARD_DRIFT_ALERT_PASSES", default=3)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one beat schedule, all of it here: each entry says why it runs at its cadence
 # (docs/ARCHITECTURE.md's beat table lists them; a test compares the two).
@@ -236,6 +248,9 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "models_registry.storage_sweep",
         "schedule": 24 * 3600.0,
     },
+    # Every probe interval: a version that fails while READY must show within one interval
+    # (+ a few seconds); a pass costs two requests per serving version per node.
+    "health-watch": {"task": "health.watch_all", "schedule": SWITCHYARD_PROBE_INTERVAL_S},
 }
 
 # How long /healthz waits for a Celery worker to answer a ping.
