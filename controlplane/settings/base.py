@@ -243,6 +243,9 @@ TELEMETRY_INTERVAL_S = env.float("TELEMETRY_INTERVAL_S", default=2.0)
 TELEMETRY_SCRAPE_TIMEOUT_S = env.float("TELEMETRY_SCRAPE_TIMEOUT_S", default=1.5)
 TELEMETRY_ROLLUP_RETENTION_DAYS = env.int("TELEMETRY_ROLLUP_RETENTION_DAYS", default=90)
 TELEMETRY_TARGETS_REFRESH_S = env.float("TELEMETRY_TARGETS_REFRESH_S", default=30.0)
+# Live points the collector keeps in Redis so a live page opens with the recent past drawn
+# (rollups cover whole minutes; this covers the minutes not yet rolled up).
+TELEMETRY_RECENT_S = env.float("TELEMETRY_RECENT_S", default=300.0)
 # Hourly: retention is in days, so an hour's lag in deleting is harmless and cheap.
 CELERY_BEAT_SCHEDULE["telemetry-rollups-cleanup"] = {
     "task": "telemetry.rollups_cleanup",
