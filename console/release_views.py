@@ -1,6 +1,7 @@
 """Release pages: list, start form, and the cockpit (phase, steps, weight, gates, actions)."""
 
 import json
+from datetime import UTC, datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -104,6 +105,19 @@ def _threshold(analysis: dict, check: str) -> float | None:
     )
 
 
+def _guard_context(release) -> dict:
+    """The fast guard's per-tick samples for its chart, and the latest one in words."""
+    samples = release.guard_samples or []
+    if not samples:
+        return {"guard": None}
+    last = dict(samples[-1])
+    last["when"] = datetime.fromtimestamp(last["at"], tz=UTC)
+    return {
+        "guard": {"count": len(samples), "last": last},
+        "guard_json": json.dumps(samples),
+    }
+
+
 def _cockpit_context(request, release) -> dict:
     phase = Phase(release.phase)
     analyses = [e for e in release.events.all() if e.kind == "analysis"]
@@ -135,6 +149,7 @@ def _cockpit_context(request, release) -> dict:
     }
     return {
         "release": release,
+        **_guard_context(release),
         "steps": [
             {
                 **s,

@@ -23,7 +23,7 @@ from deployments.services import (
     serving_versions,
 )
 from models_registry.models import Model
-from releases import effects, events, observe
+from releases import effects, events, guard_log, observe
 from releases.analysis import SLA, analyze, fast_guard, statistical_judge
 from releases.inputs import (
     ReleaseInputError,
@@ -266,6 +266,7 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
             z=knobs.fast_guard_z,
         )
         obs.update(fast_guard_tripped=guard.tripped, fast_guard_reason=guard.reason)
+        release.guard_samples = guard_log.samples_appended(release.guard_samples, guard, at=now)
     if phase == Phase.PROGRESSING and now - interval["start"]["at"] >= release.analysis_interval_s:
         verdict = analyze(
             metrics["candidate"],
@@ -385,6 +386,7 @@ _TICK_WRITES = (
     "checked_until",
     "interval",
     "last_analysis",
+    "guard_samples",
     "router_weight",
     "applied_serving",
     "load_error",
