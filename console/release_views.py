@@ -15,6 +15,7 @@ from console.report_views import release_cost_context
 from deployments.models import TritonCluster
 from models_registry.models import ModelVersion
 from releases import selectors
+from releases.guard_log import guard_samples_of
 from releases.services import ReleaseError, release_action, release_create
 from releases.state_machine import ACTIONS, Phase
 
@@ -107,7 +108,7 @@ def _threshold(analysis: dict, check: str) -> float | None:
 
 def _guard_context(release) -> dict:
     """The fast guard's per-tick samples for its chart, and the latest one in words."""
-    samples = release.guard_samples or []
+    samples = guard_samples_of(release)
     if not samples:
         return {"guard": None}
     last = dict(samples[-1])

@@ -266,7 +266,7 @@ def _analysis(release: Release, views, obs: dict, now: float) -> None:
             z=knobs.fast_guard_z,
         )
         obs.update(fast_guard_tripped=guard.tripped, fast_guard_reason=guard.reason)
-        release.guard_samples = guard_log.samples_appended(release.guard_samples, guard, at=now)
+        release.guard_samples = guard_log.guard_record(release, guard, at=now)
     if phase == Phase.PROGRESSING and now - interval["start"]["at"] >= release.analysis_interval_s:
         verdict = analyze(
             metrics["candidate"],
@@ -386,7 +386,6 @@ _TICK_WRITES = (
     "checked_until",
     "interval",
     "last_analysis",
-    "guard_samples",
     "router_weight",
     "applied_serving",
     "load_error",
@@ -402,6 +401,7 @@ def _save(
     if quiet and all(fields[name] == value for name, value in stored.items()):
         return release  # nothing to write and nobody to tell
     fields.update(revision=release.revision + 1, updated_at=timezone.now())
+    fields["guard_samples"] = release.guard_samples  # kept in the cache between writes
     if obs.action is not None:
         fields["pending_action"] = None
     finished = decision.state.phase in TERMINAL and release.phase not in {p.value for p in TERMINAL}
