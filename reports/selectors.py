@@ -363,6 +363,8 @@ def month_overview(*, now: datetime | None = None, top: int = 5) -> dict:
         "total_cost": total,
         "previous_cost": previous,
         "change_pct": change_pct(int(total * 100), int(previous * 100)),
-        "top_models": report["rows"][:top],
+        "top_models": [
+            {**r, "share_pct": round(r["share"] * 100, 2)} for r in report["rows"][:top]
+        ],
         "ghosts": ghosts(days=7, now=now)["rows"][:top],
     }
