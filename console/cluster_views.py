@@ -65,13 +65,16 @@ def _matrix(status: dict) -> list[dict]:
 def cluster_detail(request, name):
     cluster = _cluster_or_404(name)
     status = selectors.cluster_status(cluster=cluster)
+    recent = list(selectors.deployments_recent(cluster=cluster, limit=10))
     context = {
         "cluster": cluster,
         "status": status,
         "matrix": _matrix(status),
         "drift": selectors.drift_recent(cluster=cluster),
         "router": router_view(cluster=cluster),
-        "deployments": selectors.deployments_recent(cluster=cluster, limit=10),
+        "deployments": recent,
+        # The running one's per-node progress shows here too, not only where it started.
+        "running_deployment": next((d for d in recent if not d.is_finished), None),
         "can_deploy": _can_deploy(request.user),
         "deployable": ModelVersion.objects.select_related("model").order_by(
             "model__name", "-version"

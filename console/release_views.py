@@ -1,6 +1,7 @@
 """Release pages: list, start form, and the cockpit (phase, steps, weight, gates, actions)."""
 
 import json
+from datetime import UTC, datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -14,6 +15,7 @@ from console.report_views import release_cost_context
 from deployments.models import TritonCluster
 from models_registry.models import ModelVersion
 from releases import selectors
+from releases.guard_log import guard_samples_of
 from releases.services import ReleaseError, release_action, release_create
 from releases.state_machine import ACTIONS, Phase
 
@@ -104,6 +106,19 @@ def _threshold(analysis: dict, check: str) -> float | None:
     )
 
 
+def _guard_context(release) -> dict:
+    """The fast guard's per-tick samples for its chart, and the latest one in words."""
+    samples = guard_samples_of(release)
+    if not samples:
+        return {"guard": None}
+    last = dict(samples[-1])
+    last["when"] = datetime.fromtimestamp(last["at"], tz=UTC)
+    return {
+        "guard": {"count": len(samples), "last": last},
+        "guard_json": json.dumps(samples),
+    }
+
+
 def _cockpit_context(request, release) -> dict:
     phase = Phase(release.phase)
     analyses = [e for e in release.events.all() if e.kind == "analysis"]
@@ -135,6 +150,7 @@ def _cockpit_context(request, release) -> dict:
     }
     return {
         "release": release,
+        **_guard_context(release),
         "steps": [
             {
                 **s,

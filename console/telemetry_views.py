@@ -1,6 +1,8 @@
 """Live telemetry pages: a cluster's and a model's live charts (websocket) and history
 ranges (the metrics API over rollups)."""
 
+import time
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
@@ -8,10 +10,29 @@ from django.shortcuts import render
 from deployments import selectors as deployment_selectors
 from models_registry import selectors as registry_selectors
 from models_registry.models import Model
+from telemetry import selectors as telemetry_selectors
 
 
 def _slas(names) -> dict[str, dict]:
     return {m.name: m.sla for m in Model.objects.filter(name__in=list(names))}
+
+
+TRAFFIC_CHARTS = [(c, 260, True) for c in ("chart-rate", "chart-success", "chart-latency")]
+TRAFFIC_CHARTS += [("chart-queue", 260, True)]
+NODE_CHARTS = [(c, 240, False) for c in ("chart-cpu", "chart-gpu", "chart-mem")]
+
+
+def _opening(*, cluster: str = "", model: str = "", what: str) -> dict:
+    """The recent past a live page opens with, and why a chart is empty, in words."""
+    now = time.time()
+    history = telemetry_selectors.live_history(cluster=cluster, model=model, now=now)
+    reasons = telemetry_selectors.live_empty_reasons(history=history, now=now, what=what)
+    return {
+        "now": now,
+        "window_s": telemetry_selectors.LIVE_HISTORY_S,
+        "initial": history,
+        "empty": reasons,
+    }
 
 
 @login_required
@@ -26,12 +47,14 @@ def cluster_live(request, name: str):
         "history": {"cluster": cluster.name},
         "sla": _slas(desired),
         "nodes": [n.name for n in cluster.nodes.all()],
+        **_opening(cluster=cluster.name, what=f"a model on {cluster.name}"),
     }
     context = {
         "cluster": cluster,
         "nodes": cluster.nodes.all(),
         "desired": desired,
         "config": config,
+        "charts": TRAFFIC_CHARTS + NODE_CHARTS,
     }
     return render(request, "console/telemetry/cluster_live.html", context)
 
@@ -47,5 +70,7 @@ def model_live(request, name: str):
         "history": {"model": model.name},
         "sla": {model.name: model.sla},
         "nodes": [],
+        **_opening(model=model.name, what=f"{model.name} on any cluster"),
     }
-    return render(request, "console/telemetry/model_live.html", {"model": model, "config": config})
+    context = {"model": model, "config": config, "charts": TRAFFIC_CHARTS}
+    return render(request, "console/telemetry/model_live.html", context)

@@ -2,6 +2,7 @@ from django.urls import path
 
 from console import (
     alert_views,
+    audit_views,
     benchmark_views,
     cluster_views,
     registry_views,
@@ -18,6 +19,8 @@ app_name = "console"
 urlpatterns = [
     path("", views.home, name="home"),
     path("health/panel/", views.health_panel, name="health-panel"),
+    path("audit/", audit_views.audit_list, name="audit-list"),
+    path("audit/export.csv", audit_views.audit_csv, name="audit-csv"),
     path("account/tokens/", token_views.token_list, name="token-list"),
     path("account/tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token-revoke"),
     path("models/", registry_views.model_list, name="model-list"),

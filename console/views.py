@@ -5,15 +5,25 @@ from django.shortcuts import render
 
 from accounts.roles import user_roles
 from audit.selectors import audit_events_recent
+from console import home as home_views
 from console.health import system_health
 
 
 @login_required
 def home(request):
+    """One home per role (tabs): each answers its role's first question; anyone may open
+    the others' tab."""
+    roles = user_roles(request.user)
+    tab = request.GET.get("tab", "")
+    if tab not in home_views.TABS:
+        tab = home_views.default_tab(roles)
     context = {
         "health": system_health(),
-        "roles": user_roles(request.user),
-        "recent_events": audit_events_recent(limit=10),
+        "roles": roles,
+        "tab": tab,
+        "tabs": home_views.TABS,
+        "recent_events": audit_events_recent(limit=8),
+        **home_views.view_for(tab, request.user),
     }
     return render(request, "console/home.html", context)
 

@@ -126,3 +126,31 @@ def deployment_list(**filters) -> QuerySet[Deployment]:
     qs = Deployment.objects.select_related("cluster", "model", "version", "requested_by")
     qs = qs.prefetch_related(Prefetch("nodes", DeploymentNode.objects.select_related("node")))
     return filtered(qs, **filters)
+
+
+def fleet_overview(*, drift_since) -> list[dict]:
+    """Every cluster, production first: its nodes' health as reconcile last saw it, what
+    it serves, and its drift events since `drift_since` (the release managers' home)."""
+    clusters = TritonCluster.objects.prefetch_related("nodes").order_by("environment", "name")
+    serving: dict[int, list[dict]] = {}
+    states = ServingState.objects.select_related("model").prefetch_related(
+        Prefetch("serving_versions", ServingVersion.objects.select_related("version"))
+    )
+    for s in states.order_by("model__name"):
+        if s.version_numbers():
+            entry = {"model": s.model.name, "versions": s.version_numbers(), "owner": s.owner}
+            serving.setdefault(s.cluster_id, []).append(entry)
+    drift: dict[int, list[DriftEvent]] = {}
+    for event in DriftEvent.objects.filter(created_at__gte=drift_since).order_by("-created_at"):
+        drift.setdefault(event.cluster_id, []).append(event)
+    return [
+        {
+            "cluster": c,
+            "nodes": list(c.nodes.all()),
+            "nodes_up": sum(1 for n in c.nodes.all() if n.health == "up"),
+            "serving": serving.get(c.pk, []),
+            "drift": drift.get(c.pk, [])[:5],
+            "drift_count": len(drift.get(c.pk, [])),
+        }
+        for c in clusters
+    ]

@@ -121,3 +121,13 @@ def alias_history(*, model: Model) -> QuerySet:
     return AliasMove.objects.filter(alias__model=model).select_related(
         "alias", "from_version", "to_version", "moved_by"
     )
+
+
+def models_with_versions(*, member=None) -> QuerySet[Model]:
+    """Models (of the teams `member` belongs to, when given), each with its versions
+    prefetched newest first (the algorithm team's home)."""
+    versions = Prefetch("versions", ModelVersion.objects.order_by("-version"))
+    qs = Model.objects.select_related("team")
+    if member is not None:
+        qs = qs.filter(team__members=member)
+    return qs.prefetch_related(versions).order_by("name").distinct()

@@ -174,6 +174,9 @@ class Guard:
     reason: str
     error_rate: float | None = None
     lower_bound: float | None = None  # one-sided lower confidence bound of the error rate
+    limit: float | None = None  # the error rate the bound must exceed to trip
+    requests: int = 0
+    errors: int = 0
 
     def __bool__(self) -> bool:
         return self.tripped
@@ -192,12 +195,14 @@ def fast_guard(
     allowed = 0.0 if sla.min_success_rate is None else 1.0 - sla.min_success_rate / 100.0
     limit = max(error_rate_floor, allowed)
     if n < min_requests:
-        return Guard(False, f"{n} requests < {min_requests}: too few to judge")
+        why = f"{n} requests < {min_requests}: too few to judge"
+        return Guard(False, why, limit=limit, requests=n, errors=errors)
     rate, low = errors / n, wilson_lower_bound(errors, n, z)
     shown = f"{errors}/{n} errors ({_n(100 * rate)}%, lower bound {_n(100 * low)}%)"
+    counts = {"limit": limit, "requests": n, "errors": errors}
     if low > limit:
-        return Guard(True, f"{shown} > {_n(100 * limit)}%", rate, low)
-    return Guard(False, f"{shown} not surely > {_n(100 * limit)}%", rate, low)
+        return Guard(True, f"{shown} > {_n(100 * limit)}%", rate, low, **counts)
+    return Guard(False, f"{shown} not surely > {_n(100 * limit)}%", rate, low, **counts)
 
 
 def wilson_lower_bound(successes: int, n: int, z: float) -> float:

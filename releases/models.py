@@ -52,6 +52,8 @@ class Release(models.Model):
     # Counters at the start of the current analysis interval, per version (see observe.py).
     interval = models.JSONField(default=dict, blank=True)
     last_analysis = models.JSONField(default=dict, blank=True)
+    # The fast guard's recent per-tick samples (releases/guard_log.py), newest last.
+    guard_samples = models.JSONField(default=list, blank=True)
     revision = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -94,6 +96,29 @@ class Release(models.Model):
         if self.phase != Phase.PROGRESSING.value or "at" not in start:
             return None
         return float(start["at"]) + self.analysis_interval_s
+
+    @property
+    def ended_without_candidate(self) -> bool:
+        """Rolled back (or rolling back) or failed: the candidate serves nothing."""
+        return self.phase in (
+            Phase.ROLLING_BACK.value,
+            Phase.ROLLED_BACK.value,
+            Phase.FAILED.value,
+        )
+
+    @property
+    def serving_weight(self) -> float:
+        """The candidate's share of traffic now: 0 once it is rolled back or failed (the
+        stored weight then is the one it had reached)."""
+        if self.ended_without_candidate:
+            return float(self.router_weight or 0.0) if self.phase == "ROLLING_BACK" else 0.0
+        return self.candidate_weight
+
+    @property
+    def peak_weight(self) -> float:
+        """The highest weight the candidate reached (steps passed and the current one)."""
+        passed = [float(s.get("weight", 0)) for s in (self.steps or [])[: self.step_index]]
+        return max([self.candidate_weight, *passed])
 
     def spec(self) -> Spec:
         """The state machine's spec; ReleaseInputError when a stored setting is junk."""

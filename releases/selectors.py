@@ -79,3 +79,11 @@ def release_list_filtered(**filters) -> QuerySet[Release]:
     """Releases newest first, narrowed by `accounts.pagination.filtered`'s filters."""
     qs = Release.objects.select_related(*_RELATED)
     return filtered(qs, state_field="phase", **filters)
+
+
+def release_running_list() -> QuerySet[Release]:
+    """Releases that have not ended, oldest first (the release managers' home)."""
+    from releases.state_machine import TERMINAL
+
+    qs = Release.objects.select_related(*_RELATED).exclude(phase__in=[p.value for p in TERMINAL])
+    return qs.order_by("created_at", "id")

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from deployments import locks
 from deployments.services import serving_owner_set
-from releases import effects, events, interval, observe
+from releases import effects, events, guard_log, interval, observe
 from releases.analysis import SLA, analyze, fast_guard, statistical_judge
 from releases.inputs import ReleaseInputError
 from releases.models import Release, ReleaseEvent
@@ -131,7 +131,7 @@ def _judge(release: Release, views: dict, now: float) -> dict:
         **release.interval,
         "start": interval.rebased(start, observe.live_counters(views)),
     }
-    fields = _guard(release, metrics) if phase in GUARDED else {}
+    fields = _guard(release, metrics, now) if phase in GUARDED else {}
     if step == "judge":
         fields.update(_verdict(release, metrics, now, started=start["at"]))
         release.interval = interval.opened(mark, _reading(release, views))
@@ -154,7 +154,7 @@ def _sla(release: Release) -> SLA:
     )
 
 
-def _guard(release: Release, metrics: dict) -> dict:
+def _guard(release: Release, metrics: dict, now: float) -> dict:
     knobs = release.analysis_settings()  # defaults and ranges: releases/inputs.py
     guard = fast_guard(
         metrics["candidate"],
@@ -163,6 +163,8 @@ def _guard(release: Release, metrics: dict) -> dict:
         error_rate_floor=knobs.fast_guard_error_floor,
         z=knobs.fast_guard_z,
     )
+    # The cockpit draws these per-tick samples; they live in the cache between writes.
+    release.guard_samples = guard_log.guard_record(release, guard, at=now)
     return {"fast_guard_tripped": guard.tripped, "fast_guard_reason": guard.reason}
 
 
@@ -206,6 +208,8 @@ def _changes(release: Release, before: dict, decision) -> dict:
     applying set on the row (every column of the model is compared: no list to keep)."""
     now = {f.attname: getattr(release, f.attname) for f in Release._meta.concrete_fields}
     now.update(release.state_fields(decision.state))
+    # Guard samples change every guarded tick; they ride along with a write, never cause one.
+    now.pop("guard_samples", None)
     return {name: value for name, value in now.items() if value != before["columns"][name]}
 
 
@@ -219,6 +223,7 @@ def _save(
     if quiet and not fields:
         return release  # nothing to write and nobody to tell
     fields.update(revision=release.revision + 1, updated_at=timezone.now())
+    fields["guard_samples"] = release.guard_samples  # kept in the cache between writes
     if obs.action is not None:
         fields["pending_action"] = None
     finished = decision.state.phase in TERMINAL and release.phase not in {p.value for p in TERMINAL}

@@ -345,3 +345,26 @@ def version_costs(*, cluster_id: int, model: str, since: datetime, until: dateti
         }
         for v, line in per_version.items()
     }
+
+
+def month_overview(*, now: datetime | None = None, top: int = 5) -> dict:
+    """This month so far (the managers' home): its cost, the change against the same days
+    of last month, the costliest models and the costliest ghosts."""
+    now = now or timezone.now()
+    start = month_start(now)
+    last_start = month_start(start - timedelta(days=1))
+    last_until = min(last_start + (now - start), start)
+    report = cost_report(since=start, until=now, group_by="model", now=now)
+    before = cost_report(since=last_start, until=last_until, group_by="model", now=now)
+    total, previous = report["total_cost"], before["total_cost"]
+    return {
+        "currency": report["currency"],
+        "from": start,
+        "total_cost": total,
+        "previous_cost": previous,
+        "change_pct": change_pct(int(total * 100), int(previous * 100)),
+        "top_models": [
+            {**r, "share_pct": round(r["share"] * 100, 2)} for r in report["rows"][:top]
+        ],
+        "ghosts": ghosts(days=7, now=now)["rows"][:top],
+    }

@@ -11,7 +11,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
 
-from telemetry import events, selectors, services, status
+from telemetry import events, recent, selectors, services, status
 from telemetry.collector import Collector, ScrapeSource
 from telemetry.prometheus import PrometheusSource
 from telemetry.rollups import RollupRow
@@ -20,9 +20,14 @@ log = logging.getLogger(__name__)
 
 
 async def channel_publish(payloads: dict[str, list[dict]]) -> None:
-    """One channel-layer message per group with every payload of this tick."""
+    """One channel-layer message per group with every payload of this tick, and the same
+    points into the recent buffer that live pages open with (telemetry/recent.py)."""
     layer = get_channel_layer()
     await asyncio.gather(*(layer.group_send(g, events.batch(p)) for g, p in payloads.items()))
+    try:
+        await asyncio.to_thread(recent.recent_record, payloads=payloads, now=time.time())
+    except Exception:  # a Redis hiccup costs the buffer a tick, never the collector
+        log.exception("buffering recent live points failed")
 
 
 async def store_rollups(rows: list[RollupRow]) -> None:

@@ -301,6 +301,9 @@ TELEMETRY_INTERVAL_S = env.float("SWITCHYARD_TELEMETRY_INTERVAL_S", default=2.0)
 TELEMETRY_SCRAPE_TIMEOUT_S = env.float("SWITCHYARD_TELEMETRY_SCRAPE_TIMEOUT_S", default=1.5)
 TELEMETRY_ROLLUP_RETENTION_DAYS = env.int("SWITCHYARD_TELEMETRY_ROLLUP_RETENTION_DAYS", default=90)
 TELEMETRY_TARGETS_REFRESH_S = env.float("SWITCHYARD_TELEMETRY_TARGETS_REFRESH_S", default=30.0)
+# Live points the collector keeps in Redis so a live page opens with the recent past drawn
+# (rollups cover whole minutes; this covers the minutes not yet rolled up).
+TELEMETRY_RECENT_S = env.float("SWITCHYARD_TELEMETRY_RECENT_S", default=300.0)
 # plotly.js for the live charts, served from the installed plotly package (no CDN); found
 # without importing plotly (slow to import). Other apps' charts use the same entry.
 if not any(isinstance(e, tuple) and e[0] == "vendor/plotly" for e in STATICFILES_DIRS):

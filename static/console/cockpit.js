@@ -6,6 +6,7 @@
   "use strict";
 
   var TERMINAL = ["SUCCEEDED", "ROLLED_BACK", "FAILED"];
+  window.cockpitCountdown = true;  // console.js leaves [data-next-check] to this page
 
   function value(m, metric, seconds) {
     if (metric === "rps") return m.requests != null && seconds ? m.requests / seconds : null;
@@ -74,7 +75,32 @@
       {displayModeBar: false, responsive: true});
   }
 
-  function drawAll(root) { root.querySelectorAll("[data-chart]").forEach(draw); }
+  // The fast guard's per-tick samples: error rate, its lower bound, the limit, the trip.
+  function drawGuard(el) {
+    if (!window.Plotly) return;
+    var samples = JSON.parse(el.dataset.guard);
+    var t = samples.map(function (s) { return new Date(s.at * 1000); });
+    var pick = function (key) { return samples.map(function (s) { return s[key]; }); };
+    var tripped = samples.filter(function (s) { return s.tripped; });
+    var traces = [
+      {x: t, y: pick("error_pct"), name: "error %", mode: "lines+markers", line: {color: "#0d6efd"}, marker: {size: 3}},
+      {x: t, y: pick("lower_pct"), name: "lower bound %", mode: "lines", line: {color: "#6f42c1"}},
+      {x: t, y: pick("limit_pct"), name: "limit %", mode: "lines", line: {color: "#dc3545", dash: "dot"}},
+      {x: tripped.map(function (s) { return new Date(s.at * 1000); }), y: tripped.map(function (s) { return s.lower_pct; }),
+       name: "tripped", mode: "markers", marker: {symbol: "x", size: 12, color: "#dc3545"}}
+    ];
+    var xaxis = {type: "date"};
+    if (t.length === 1) xaxis.range = [new Date(t[0].getTime() - 30000), new Date(t[0].getTime() + 30000)];
+    Plotly.react(el, traces, {height: el.clientHeight || 180, autosize: true, showlegend: false,
+      xaxis: xaxis, yaxis: {rangemode: "tozero"}, margin: {l: 40, r: 10, t: 10, b: 30}},
+      {displayModeBar: false, responsive: true});
+    el.dataset.samples = String(samples.length);
+  }
+
+  function drawAll(root) {
+    root.querySelectorAll("[data-chart]").forEach(draw);
+    root.querySelectorAll("[data-guard]").forEach(drawGuard);
+  }
 
   function tickCountdown() {
     document.querySelectorAll("[data-next-check]").forEach(function (el) {
@@ -132,6 +158,8 @@
       };
     }
     connect();
+    // The guard's samples change every tick without a websocket message: redraw now and then.
+    var slow = setInterval(function () { if (finished) clearInterval(slow); else refresh(); }, 5000);
   }
 
   document.addEventListener("submit", function (event) {

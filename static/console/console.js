@@ -32,8 +32,19 @@
     connect();
   }
 
+  // "next check in N s" wherever a page names an epoch second (the cockpit keeps its own).
+  function countdowns() {
+    if (window.cockpitCountdown) return;
+    document.querySelectorAll("[data-next-check]").forEach(function (el) {
+      var left = Math.round(parseFloat(el.dataset.nextCheck) - Date.now() / 1000);
+      el.textContent = left > 0 ? "next check in " + left + " s" : "checking…";
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     localTimes(document);
+    countdowns();
+    setInterval(countdowns, 1000);
     document.querySelectorAll("[data-ws]").forEach(liveBadge);
   });
   document.addEventListener("htmx:afterSwap", function (e) { localTimes(e.target); });

@@ -1,5 +1,7 @@
-// Live telemetry charts: Plotly traces extended from websocket points, SLA lines,
-// stale nodes, a reconnecting socket with a visible "stale" badge, and history ranges.
+// Live telemetry charts: they open with the recent past (per-minute rollups, then the
+// collector's buffer of recent points, both in the page), then extend from websocket points
+// without a gap; SLA lines, stale nodes, a reconnecting socket with a visible "stale" badge,
+// history ranges, and a sentence instead of an empty chart (never an empty 2000 axis).
 (function () {
   "use strict";
   var MAX_POINTS = 900;
@@ -8,6 +10,8 @@
   var received = 0;
   var mode = "live";
   var lastMessageAt = 0;
+  var nodeState = {};
+  var NODE_CHARTS = ["chart-cpu", "chart-gpu", "chart-mem"];
 
   var SPECS = {
     "chart-rate": { title: "requests/s", sla: "min_throughput_rps", field: "request_rate" },
@@ -33,21 +37,53 @@
     return { shapes: shapes, annotations: notes };
   }
 
-  function initChart(id) {
+  function windowRange(spanS) {
+    var now = Date.now();
+    return [new Date(now - spanS * 1000), new Date(now)];
+  }
+
+  function emptyNote(id) {
+    return document.querySelector('[data-empty-for="' + id + '"]');
+  }
+
+  function reasonFor(id) {
+    if (mode !== "live") return "No rollups in this range yet: the collector writes one row per minute.";
+    if (NODE_CHARTS.indexOf(id) < 0) return cfg.empty.traffic;
+    var seen = Object.keys(nodeState).length || (cfg.initial || { nodes: [] }).nodes.length;
+    if (seen && id === "chart-gpu") return "No GPU: this cluster's nodes report none.";
+    if (seen && id === "chart-mem") return "Node memory comes with live points only: waiting for the next scrape.";
+    return cfg.empty.nodes || "Waiting for the first node point.";
+  }
+
+  function showEmpty(id) {
+    var c = charts[id], note = emptyNote(id);
+    if (!c || !note) return;
+    var empty = c.count === 0;
+    note.textContent = empty ? reasonFor(id) : "";
+    note.classList.toggle("d-none", !empty);
+    c.el.classList.toggle("invisible", empty);
+  }
+
+  function initChart(id, spanS) {
     var el = document.getElementById(id);
     if (!el) return;
     var spec = SPECS[id], sla = slaShapes(spec);
-    charts[id] = { el: el, index: {}, count: 0 };
+    charts[id] = { el: el, index: {}, last: {}, count: 0 };
+    el.dataset.points = 0;
     Plotly.newPlot(el, [], {
       title: { text: spec.title, font: { size: 13 } }, margin: { l: 45, r: 10, t: 30, b: 30 },
-      xaxis: { type: "date" }, showlegend: true, legend: { orientation: "h", y: -0.2, font: { size: 10 } },
+      xaxis: { type: "date", range: windowRange(spanS) }, yaxis: { rangemode: "tozero" },
+      showlegend: true, legend: { orientation: "h", y: -0.2, font: { size: 10 } },
       shapes: sla.shapes, annotations: sla.annotations
     }, { displayModeBar: false, responsive: true });
+    showEmpty(id);
   }
 
   function add(id, key, t, y, style) {
     var c = charts[id];
     if (!c || y === null || y === undefined) return;
+    if (c.last[key] !== undefined && t <= c.last[key]) return; // already drawn (history overlap)
+    c.last[key] = t;
     if (!(key in c.index)) {
       c.index[key] = c.el.data.length;
       Plotly.addTraces(c.el, Object.assign({ x: [t], y: [y], name: key, mode: "lines+markers",
@@ -57,6 +93,7 @@
     }
     c.count += 1;
     c.el.dataset.points = c.count;
+    if (c.count === 1) showEmpty(id);
   }
 
   function seriesKey(p) {
@@ -73,23 +110,37 @@
     add("chart-queue", key, t, p.queue_ms);
   }
 
+  function nodeBadge(p) {
+    var badge = document.querySelector('[data-node-badge="' + p.node + '"]');
+    if (!badge) return;
+    badge.textContent = p.stale ? "down" : "up";
+    badge.className = "badge text-bg-" + (p.stale ? "danger" : "success");
+    badge.title = p.error || "";
+  }
+
   function onNode(p) {
     var t = new Date(p.ts * 1000);
-    var badge = document.querySelector('[data-node-badge="' + p.node + '"]');
-    if (badge) {
-      badge.textContent = p.stale ? "stale" : "up";
-      badge.className = "badge text-bg-" + (p.stale ? "warning" : "success");
-      badge.title = p.error || "";
-    }
+    if (Date.now() - t < 30000) { nodeState[p.node] = p; nodeBadge(p); } // not for old history
     if (p.stale) {
-      add("chart-cpu", p.node + " stale", t, 0, { mode: "markers", marker: { symbol: "x", size: 10, color: "#fd7e14" } });
+      add("chart-cpu", p.node + " down", t, 0, { mode: "markers", marker: { symbol: "x", size: 10, color: "#fd7e14" } });
       return;
     }
-    if (p.cpu_util !== null) add("chart-cpu", p.node, t, p.cpu_util * 100);
-    if (p.mem_used !== null) add("chart-mem", p.node, t, p.mem_used / 1073741824);
+    if (p.cpu_util !== null && p.cpu_util !== undefined) add("chart-cpu", p.node, t, p.cpu_util * 100);
+    if (p.mem_used !== null && p.mem_used !== undefined) add("chart-mem", p.node, t, p.mem_used / 1073741824);
     (p.gpus || []).forEach(function (g) {
       if (g.util !== null) add("chart-gpu", p.node + " " + g.gpu_uuid.slice(0, 12), t, g.util * 100);
     });
+  }
+
+  // Once points arrive the reason of an empty traffic chart follows what they say.
+  function updateTrafficReason() {
+    var nodes = Object.keys(nodeState).map(function (k) { return nodeState[k]; });
+    if (!nodes.length) return;
+    var down = nodes.filter(function (p) { return p.stale; });
+    cfg.empty.traffic = down.length === nodes.length
+      ? "Node down: no node answers its metrics scrape (" + down.map(function (p) { return p.node + ": " + (p.error || "no answer"); }).join("; ") + ")."
+      : cfg.empty.no_traffic;
+    ["chart-rate", "chart-success", "chart-latency", "chart-queue"].forEach(showEmpty);
   }
 
   function setBadge(text, tone) {
@@ -111,7 +162,7 @@
       }
       if (mode !== "live") return;
       if (p.type === "point") onPoint(p);
-      else if (p.type === "node") onNode(p);
+      else if (p.type === "node") { onNode(p); updateTrafficReason(); }
     };
     ws.onclose = function () {
       setBadge("stale: reconnecting…", "warning");
@@ -119,12 +170,22 @@
     };
   }
 
-  function resetCharts() {
+  function resetCharts(spanS) {
     Object.keys(SPECS).forEach(function (id) {
       if (charts[id]) Plotly.purge(charts[id].el);
       delete charts[id];
-      initChart(id);
+      initChart(id, spanS);
     });
+  }
+
+  function drawInitial() {
+    var initial = cfg.initial || { points: [], nodes: [] };
+    initial.points.forEach(onPoint);
+    initial.nodes.forEach(onNode);
+    var drawn = initial.points.length + initial.nodes.length;
+    var el = document.getElementById("chart-rate");
+    if (el) el.dataset.history = initial.points.length;
+    document.getElementById("history-count").textContent = drawn;
   }
 
   function loadHistory(range) {
@@ -145,20 +206,36 @@
       });
   }
 
+  var SPANS = { "1h": 3600, "24h": 86400 };
+
   function onRange(button) {
-    document.querySelectorAll("[data-range]").forEach(function (b) { b.classList.toggle("active", b === button); });
+    document.querySelectorAll("[data-range]").forEach(function (b) {
+      b.classList.toggle("active", b === button);
+      b.setAttribute("aria-pressed", b === button ? "true" : "false");
+    });
     mode = button.dataset.range;
     document.getElementById("history-note").classList.toggle("d-none", mode === "live");
-    resetCharts();
+    resetCharts(SPANS[mode] || cfg.window_s);
     if (mode !== "live") loadHistory(mode);
+    else drawInitial();
+  }
+
+  // The live window slides with the clock, whether or not points arrive.
+  function slide() {
+    if (mode !== "live") return;
+    Object.keys(charts).forEach(function (id) {
+      if (charts[id].count) Plotly.relayout(charts[id].el, { "xaxis.range": windowRange(cfg.window_s) });
+    });
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    Object.keys(SPECS).forEach(initChart);
+    Object.keys(SPECS).forEach(function (id) { initChart(id, cfg.window_s); });
+    drawInitial();
     document.querySelectorAll("[data-range]").forEach(function (b) {
       b.addEventListener("click", function () { onRange(b); });
     });
     connect(1000);
+    setInterval(slide, 5000);
     // No message for 10 s while connected: say so instead of showing old lines as current.
     setInterval(function () {
       var el = document.getElementById("ws-badge");

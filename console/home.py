@@ -1,0 +1,91 @@
+"""The home page's three views, one per role, each answering its role's first question
+in one screen (read through the apps' selectors; the view picks which one to show)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from accounts.roles import Role
+from benchmarks import selectors as benchmark_selectors
+from deployments import selectors as deployment_selectors
+from health import selectors as health_selectors
+from models_registry import selectors as registry_selectors
+from releases import selectors as release_selectors
+from reports import selectors as report_selectors
+
+TABS = {
+    "releases": ("Release managers", "Clusters, releases, drift and alerts"),
+    "models": ("Algorithm team", "Your models: checks, benchmarks, where they serve"),
+    "costs": ("Managers", "This month's cost, its change, top models and ghosts"),
+}
+TAB_OF_ROLE = {
+    Role.RELEASE_MANAGERS.value: "releases",
+    Role.ALGORITHM.value: "models",
+    Role.MANAGERS.value: "costs",
+}
+DRIFT_WINDOW = timedelta(hours=1)
+
+
+def default_tab(roles: list[str]) -> str:
+    """The tab of the user's first role (superusers hold all: release managers first)."""
+    for role in (Role.RELEASE_MANAGERS.value, Role.ALGORITHM.value, Role.MANAGERS.value):
+        if role in roles:
+            return TAB_OF_ROLE[role]
+    return "releases"
+
+
+def firing_alerts() -> list:
+    """The ten newest firing alerts (health/)."""
+    return list(health_selectors.alert_list(state="firing")[:10])
+
+
+def releases_view() -> dict:
+    """Every cluster with node health and serving versions, running releases (phase, weight,
+    next check), drift in the last hour, firing alerts."""
+    return {
+        "clusters": deployment_selectors.fleet_overview(drift_since=timezone.now() - DRIFT_WINDOW),
+        "running": list(release_selectors.release_running_list()),
+        "alerts": firing_alerts(),
+    }
+
+
+def _model_row(model, where: dict[str, list[dict]]) -> dict:
+    versions = list(model.versions.all())
+    latest = versions[0] if versions else None
+    benchmark = benchmark_selectors.latest_finished(version=latest) if latest else None
+    validation = (latest.validation or {}) if latest else {}
+    return {
+        "model": model,
+        "latest": latest,
+        "errors": len(validation.get("errors") or []),
+        "warnings": len(validation.get("warnings") or []),
+        "smoke": validation.get("smoke") or {},
+        "benchmark": benchmark,
+        "where": where.get(model.name, []),
+    }
+
+
+def models_view(user) -> dict:
+    """The user's teams' models (every model for someone in no team), each with its latest
+    version's validation, smoke and benchmark verdicts and what serves where."""
+    models = list(registry_selectors.models_with_versions(member=user))
+    mine = bool(models)
+    if not mine:
+        models = list(registry_selectors.models_with_versions()[:30])
+    where = {m.name: deployment_selectors.model_live_where(model=m) for m in models}
+    return {"mine": mine, "rows": [_model_row(m, where) for m in models]}
+
+
+def costs_view() -> dict:
+    """This month's cost and its change, the top models by cost, the ghosts."""
+    return {"month": report_selectors.month_overview()}
+
+
+def view_for(tab: str, user) -> dict:
+    if tab == "models":
+        return models_view(user)
+    if tab == "costs":
+        return costs_view()
+    return releases_view()
