@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from deployments import push
 from deployments.locks import advisory_lock
 from deployments.models import ServingVersion, TritonCluster
 from health import checks, detect, leaks, remediation, traffic
 from health.probes import Target, node_probes
 from health.services import alerts_sync
+from integrations.concurrency import fan_out
 from releases.routing import access_log_path
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def cluster_health_pass(*, cluster: TritonCluster) -> PassReport:
         targets, slas = serving_targets(cluster)
         nodes = list(cluster.nodes.all())
         timeout_s = settings.SWITCHYARD_TRITON_TIMEOUT_S
-        by_pk = push.fan_out(nodes, lambda n: node_probes(n, targets, timeout_s))
+        by_pk = fan_out(nodes, lambda n: node_probes(n, targets, timeout_s))
         probes = {n.name: by_pk[n.pk] for n in nodes}
         report.probes = sum(len(p.results) for p in probes.values())
         report.requests = sum(p.requests for p in probes.values())

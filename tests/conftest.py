@@ -244,3 +244,16 @@ def browser_type_launch_args(browser_type_launch_args):
             "--disable-sync",
         ],
     }
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Browser tests run last. pytest-playwright's session keeps an event loop running in the
+    main thread from the first browser test on, and a sync test that then calls an async view
+    (the `?wait=` details) through Django's test client would find that loop and fail."""
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("browser") is not None
+            or "page" in getattr(item, "fixturenames", ())
+        )
+    )
