@@ -1,6 +1,6 @@
 """Writes for benchmarks: create, run, cancel, import; and the release gate.
 
-Triton is called outside transactions only (STYLE.md): a run is marked RUNNING in one short
+Triton is called outside transactions only: a run is marked RUNNING in one short
 transaction, the sweep runs, each level and the outcome are written in short ones after.
 """
 

@@ -1,4 +1,4 @@
-"""Websocket group names and payload builders of the console (STYLE.md: one module)."""
+"""Websocket group names and payload builders of the console (one module per app)."""
 
 SYSTEM_GROUP = "system"
 

@@ -85,7 +85,7 @@ def release_start(request):
 
 
 def _consequence(release, action: str) -> str:
-    """The sentence an action button shows before it runs (UI.md)."""
+    """The sentence an action button shows before it runs."""
     nodes = release.cluster.nodes.count()
     c, b = f"v{release.candidate.version}", f"v{release.baseline.version}"
     w = f"{release.candidate_weight:g}%"

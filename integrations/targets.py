@@ -62,15 +62,26 @@ def check_host(host: str, networks: Sequence[Network]) -> None:
         raise TargetError(f"Host {host} is outside the allowed networks ({allowed}).")
 
 
-def _split(url: object, schemes: Sequence[str]) -> SplitResult:
+def url_parts(url: object) -> SplitResult:
+    """A non-empty string of at most MAX_URL_LENGTH characters, no spaces, split as a URL."""
     if not isinstance(url, str) or not url:
         raise TargetError("Must be a non-empty string.")
     if len(url) > MAX_URL_LENGTH or any(ch.isspace() or ord(ch) < 32 for ch in url):
         raise TargetError(f"Must be a URL of at most {MAX_URL_LENGTH} characters, no spaces.")
     try:
-        parts = urlsplit(url)
+        return urlsplit(url)
     except ValueError:
         raise TargetError(f"{url!r} is not a URL.") from None
+
+
+def refuse_credentials(url: str, parts: SplitResult) -> None:
+    """TargetError when the URL carries a user, a password or a fragment."""
+    if parts.username is not None or parts.password is not None or parts.fragment:
+        raise TargetError(f"{url!r} must not carry credentials or a fragment.")
+
+
+def _split(url: object, schemes: Sequence[str]) -> SplitResult:
+    parts = url_parts(url)
     example = f"{schemes[0]}://host:port"
     try:
         port = parts.port
@@ -78,8 +89,7 @@ def _split(url: object, schemes: Sequence[str]) -> SplitResult:
         port = None
     if parts.scheme not in schemes or not parts.hostname or port is None or port == 0:
         raise TargetError(f"{url!r} must look like {example} (scheme, host and port).")
-    if parts.username is not None or parts.password is not None or parts.fragment:
-        raise TargetError(f"{url!r} must not carry credentials or a fragment.")
+    refuse_credentials(str(url), parts)
     return parts
 
 

@@ -9,7 +9,7 @@ team_name_validator = RegexValidator(
     r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
     "Use letters, digits, '_', '.' or '-', starting with a letter or digit.",
 )
-# Triton model names are directory names (DESIGN.md): letters, digits, '_', '.', '-'.
+# Triton model names are directory names: letters, digits, '_', '.', '-'.
 model_name_validator = RegexValidator(
     r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$",
     "A Triton model name uses letters, digits, '_', '.' or '-' and cannot start with '.' or '-'.",

@@ -399,10 +399,7 @@ def model_version_delete(*, version: ModelVersion, actor) -> None:
             )
             version.delete()
     except ProtectedError as exc:
-        users = sorted({str(obj) for obj in exc.protected_objects})[:5]
-        raise RegistryError(
-            f"{label} cannot be deleted: {'; '.join(users)}.", field="version", status=409
-        ) from None
+        raise _in_use(label, exc, field="version") from None
 
 
 def _model_delete_refusal(model: Model) -> str | None:
@@ -448,10 +445,7 @@ def model_delete(*, model: Model, actor) -> None:
             locked.versions.all().delete()
             locked.delete()
         except ProtectedError as exc:
-            users = sorted({str(obj) for obj in exc.protected_objects})[:5]
-            raise RegistryError(
-                f"'{model.name}' cannot be deleted: {'; '.join(users)}.", field="name", status=409
-            ) from None
+            raise _in_use(f"'{model.name}'", exc, field="name") from None
 
 
 @dataclass(frozen=True)
@@ -515,3 +509,9 @@ def _newest_mtime(folder) -> float:
     times = [folder.stat().st_mtime]
     times += [p.stat().st_mtime for p in folder.rglob("*") if p.exists()]
     return max(times)
+
+
+def _in_use(label: str, exc: Exception, *, field: str) -> RegistryError:
+    """409 naming up to five of the rows that still use what was to be deleted."""
+    users = sorted({str(obj) for obj in getattr(exc, "protected_objects", ())})[:5]
+    return RegistryError(f"{label} cannot be deleted: {'; '.join(users)}.", field=field, status=409)

@@ -8,9 +8,14 @@ import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from integrations.targets import Network, TargetError, check_host
+from integrations.targets import (
+    Network,
+    TargetError,
+    check_host,
+    refuse_credentials,
+    url_parts,
+)
 
-MAX_URL_LENGTH = 300
 READ_LIMIT = 4096
 
 
@@ -27,19 +32,14 @@ class Answer:
 def webhook_url(url: object, networks: tuple[Network, ...]) -> str:
     """An http(s) URL a webhook may point at (path and query allowed, port optional); its
     host must pass the allow-list (SWITCHYARD_ALLOWED_TARGET_NETWORKS). TargetError if not."""
-    if not isinstance(url, str) or not url:
-        raise TargetError("Must be a non-empty string.")
-    if len(url) > MAX_URL_LENGTH or any(ch.isspace() or ord(ch) < 32 for ch in url):
-        raise TargetError(f"Must be a URL of at most {MAX_URL_LENGTH} characters, no spaces.")
+    parts = url_parts(url)
     try:
-        parts = urlsplit(url)
         port = parts.port
     except ValueError:
         raise TargetError(f"{url!r} is not a URL.") from None
     if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
         raise TargetError(f"{url!r} must look like https://host[:port]/path.")
-    if parts.username is not None or parts.password is not None or parts.fragment:
-        raise TargetError(f"{url!r} must not carry credentials or a fragment.")
+    refuse_credentials(url, parts)
     check_host(parts.hostname, networks)
     return url
 

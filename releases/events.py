@@ -1,4 +1,4 @@
-"""Release websocket groups, payload builders, and queueing ticks (STYLE.md: one module)."""
+"""Release websocket groups, payload builders, and queueing ticks (one module per app)."""
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer

@@ -1,4 +1,4 @@
-"""Websocket group names and payload builders of live telemetry (STYLE.md: one module).
+"""Websocket group names and payload builders of live telemetry (one module per app).
 
 The collector sends one channel-layer message per group and tick (`telemetry.batch`,
 carrying a list of payloads); consumers relay each payload as its own websocket message.

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-# Playwright's sync API keeps an event loop running in the test thread (STACK_NOTES.md).
+# Playwright's sync API keeps an event loop running in the test thread, so Django would take
+# the ORM calls made there for calls from async code and refuse them.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +47,7 @@ def child_environment(**extra: str) -> dict[str, str]:
 
 
 def in_thread(fn, *args, **kwargs):
-    """Run fn in a fresh thread: Playwright's loop may own this one (STACK_NOTES.md)."""
+    """Run fn in a fresh thread: Playwright's loop may own this one."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(fn, *args, **kwargs).result(timeout=60)
 
