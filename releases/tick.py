@@ -1,6 +1,6 @@
 """One release tick, read top to bottom: load → observe → judge → decide → apply → save.
 
-Level-triggered (STYLE.md): each tick takes the release's advisory lock, looks at the
+Level-triggered: each tick takes the release's advisory lock, looks at the
 fleet as it is (outside any transaction), lets the pure state machine decide, re-applies the
 desired effects (router weights, serving set, alias), then saves the new state with a
 guarded update and appends its events in one transaction. A crashed worker loses nothing:

@@ -1,6 +1,6 @@
 """nginx as the traffic router: render a whole nginx.conf, check it, swap it in, reload.
 
-Facts this relies on (STACK_NOTES.md, "nginx as the traffic router (measured)"):
+Facts this relies on (measured here; docs/TRITON.md has the router facts too):
 * `split_clients` refuses 0%, so zero-weight versions are left out; the last entry is `*`.
 * `nginx -s reload` loses no request on new connections; a client reusing a kept-alive
   connection may see it closed at the reload instant before any response byte (safe to

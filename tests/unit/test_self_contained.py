@@ -1,6 +1,6 @@
 """The repository documents itself: no tracked file points at documents outside it (issue #16).
 
-A clone holds only what git tracks, so a reference to `../shared/...` or to design notes kept
+A clone holds only what git tracks, so a reference to a folder beside the checkout or to notes kept
 beside the repository (by their file names) leads a reader nowhere. The facts they held are
 restated in docs/ (ARCHITECTURE.md, DEVELOPING.md, TRITON.md, API.md).
 """
