@@ -11,6 +11,7 @@ import tritonclient.http as httpclient
 
 from integrations.triton import local as local_module
 from integrations.triton.local import TritonLaunchError, start_cluster
+from tests.conftest import wait_for
 from tests.exampledata import EXAMPLES, example_config_json, example_files
 
 pytestmark = pytest.mark.triton
@@ -51,7 +52,10 @@ def test_two_nodes_start_and_serve_the_example_model_on_each(triton_cluster):
     assert len(triton_cluster.nodes) == 2
     features = np.random.default_rng(7).normal(size=(3, 128)).astype(np.float32)
     for node in triton_cluster.nodes:
-        assert node.is_live() and node.is_ready()
+        # The nodes are shared by the session: readiness flaps while an earlier test's unload
+        # finishes (docs/TRITON.md), so a node gets a moment to settle.
+        wait_for(node.is_ready, timeout_s=30, what=f"{node.name} ready", log=node.log_path)
+        assert node.is_live()
         _load(node, "risk_score", name="risk_score_t1", version=2)
         client = _http(node)
         try:
