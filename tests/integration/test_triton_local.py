@@ -52,10 +52,10 @@ def test_two_nodes_start_and_serve_the_example_model_on_each(triton_cluster):
     assert len(triton_cluster.nodes) == 2
     features = np.random.default_rng(7).normal(size=(3, 128)).astype(np.float32)
     for node in triton_cluster.nodes:
-        # The nodes are shared by the session: readiness flaps while an earlier test's unload
-        # finishes (docs/TRITON.md), so a node gets a moment to settle.
-        wait_for(node.is_ready, timeout_s=30, what=f"{node.name} ready", log=node.log_path)
-        assert node.is_live()
+        # The nodes are shared by the session: with strict readiness the server-wide
+        # /v2/health/ready stays 400 after any earlier test's failed load (docs/TRITON.md),
+        # so the launcher's promise is liveness; this test's own model is asked for per model.
+        wait_for(node.is_live, timeout_s=30, what=f"{node.name} live", log=node.log_path)
         _load(node, "risk_score", name="risk_score_t1", version=2)
         client = _http(node)
         try:
