@@ -19,7 +19,7 @@ from audit.services import audit_record
 from benchmarks import importers, runner, selectors
 from benchmarks.models import BenchmarkRun
 from benchmarks.verdict import judge
-from deployments import push
+from deployments import leases, push
 from deployments.models import TritonCluster, TritonNode
 from deployments.validation import tensor_limits
 from integrations.triton.errors import TritonError
@@ -146,8 +146,18 @@ def _start(run_id: int) -> BenchmarkRun | None:
             _finish(run, Status.CANCELLED, error="Cancelled before it started.")
             return None
         run.status, run.started_at = Status.RUNNING, timezone.now()
+        run.heartbeat_at = run.started_at
         run.results, run.level_index, run.progress_pct = [], 0, 0.0
-        run.save(update_fields=["status", "started_at", "results", "level_index", "progress_pct"])
+        run.save(
+            update_fields=[
+                "status",
+                "started_at",
+                "heartbeat_at",
+                "results",
+                "level_index",
+                "progress_pct",
+            ]
+        )
     return run
 
 
@@ -170,12 +180,17 @@ def verdict_for(version: ModelVersion, levels: list[dict]) -> dict:
     )
 
 
+def temp_name_prefix(run: BenchmarkRun) -> str:
+    """What the temporary model of benchmark `run` is named with (a random suffix follows)."""
+    return f"{run.version.model.name}--bench-{run.pk}-"
+
+
 def _spec(run: BenchmarkRun) -> runner.SweepSpec:
     version = run.version
     return runner.SweepSpec(
         plan=push.build_plan([version], upload=True),
         version=version.version,
-        temp_name=f"{version.model.name}--bench-{run.pk}-{uuid.uuid4().hex[:6]}",
+        temp_name=f"{temp_name_prefix(run)}{uuid.uuid4().hex[:6]}",
         concurrency=run.concurrency,
         duration_s=run.duration_s,
         batch_size=run.batch_size,
@@ -209,8 +224,10 @@ def benchmark_run(*, run_id: int) -> BenchmarkRun:
     run = _start(run_id)
     if run is None:
         return BenchmarkRun.objects.get(pk=run_id)
+    rows = BenchmarkRun.objects.filter(pk=run.pk)
     try:
-        runner.sweep(run.node, _spec(run), on_tick=_on_tick(run.pk), on_level=_on_level(run.pk))
+        with leases.lease_held(rows, what=f"benchmark {run.pk}"):
+            runner.sweep(run.node, _spec(run), on_tick=_on_tick(run.pk), on_level=_on_level(run.pk))
     except runner.Cancelled:
         return _finish(run, Status.CANCELLED, error="Cancelled; finished levels are kept.")
     except (TritonError, push.CorruptArtifact, ValueError) as exc:

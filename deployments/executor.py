@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from deployments import push, serving
+from deployments import leases, push, serving
 from deployments.models import Deployment, DeploymentNode
 from deployments.services import deployment_finish, deployment_nodes_record, serving_state_set
 from integrations.concurrency import fan_out
@@ -41,11 +41,14 @@ def deployment_run(*, deployment_id: int) -> Deployment:
             return deployment
         deployment.status = Deployment.Status.RUNNING
         deployment.started_at = deployment.started_at or timezone.now()
-        deployment.save(update_fields=["status", "started_at"])
+        deployment.heartbeat_at = timezone.now()
+        deployment.save(update_fields=["status", "started_at", "heartbeat_at"])
+    rows = Deployment.objects.filter(pk=deployment.pk)
     try:
-        if deployment.kind == Deployment.Kind.UNLOAD:
-            return _run_unload(deployment)
-        return _run_deploy(deployment)
+        with leases.lease_held(rows, what=f"deployment {deployment.pk}"):
+            if deployment.kind == Deployment.Kind.UNLOAD:
+                return _run_unload(deployment)
+            return _run_deploy(deployment)
     except Exception as exc:
         # Never leave a deployment RUNNING: record the failure, then let the task log it.
         deployment_finish(deployment, ok=False, error=f"Internal error: {exc!r}")

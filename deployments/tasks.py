@@ -8,12 +8,21 @@ from deployments.executor import deployment_run
 from deployments.models import Deployment, TritonCluster
 from deployments.reconcile import cluster_reconcile
 from deployments.smoke import model_version_smoke_validate
+from deployments.sweep import deployments_lost_sweep
 from models_registry.models import ModelVersion
 
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="deployments.run_deployment", acks_late=True, soft_time_limit=600, time_limit=660)
+# A worker lost mid-push gives the message back (acks_late + reject_on_worker_lost) and the
+# next worker runs it again: a re-run applies the same serving set, so it is safe.
+@shared_task(
+    name="deployments.run_deployment",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=600,
+    time_limit=660,
+)
 def run_deployment(deployment_id: int) -> str:
     """Carry out one deployment; a finished one is left as it is, a deleted one skipped."""
     try:
@@ -27,8 +36,21 @@ def run_deployment(deployment_id: int) -> str:
     name="deployments.reconcile_all", soft_time_limit=60, time_limit=90, ignore_result=True
 )
 def reconcile_all() -> int:
-    """One reconcile pass over every cluster; returns how many drift events it recorded."""
-    return sum(len(cluster_reconcile(cluster=c)) for c in TritonCluster.objects.all())
+    """One reconcile pass over every cluster; returns how many drift events it recorded. A
+    cluster whose pass fails is logged and the others still reconciled."""
+    recorded = 0
+    for cluster in TritonCluster.objects.all():
+        try:
+            recorded += len(cluster_reconcile(cluster=cluster))
+        except Exception:
+            log.exception("reconcile of cluster %s failed", cluster.name)
+    return recorded
+
+
+@shared_task(name="deployments.sweep_lost", soft_time_limit=60, time_limit=90, ignore_result=True)
+def sweep_lost() -> int:
+    """Finish RUNNING deployments whose worker died (no heartbeat for a lease); how many."""
+    return len(deployments_lost_sweep())
 
 
 @shared_task(name="deployments.smoke_validate", soft_time_limit=300, time_limit=330)

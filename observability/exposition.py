@@ -164,7 +164,12 @@ def collector_metrics(status: CollectorStatus, now: float) -> Iterator[Metric]:
     )
     for (cluster, node), n in sorted(status.scrape_errors.items()):
         errors.add_metric([cluster, node], n)
-    yield from (last, lag, took, errors)
+    dead = CounterMetricFamily(
+        P + "collector_rollups_dead_lettered",
+        "Rollup rows PostgreSQL refused for what they hold (logged, never written).",
+        value=status.rollups_dead_lettered,
+    )
+    yield from (last, lag, took, errors, dead)
 
 
 def _queue_lengths() -> dict[str, int]:

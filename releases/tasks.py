@@ -3,34 +3,34 @@
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from deployments.models import TritonCluster
 from integrations.routers import RouterError
 from releases.models import Release
 from releases.routing import router_sync
 from releases.state_machine import TERMINAL
-from releases.tick import release_tick
+from releases.tick import release_tick_isolated
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(name="releases.tick", soft_time_limit=120, time_limit=150, ignore_result=True)
 def tick(release_id: int) -> None:
-    """One tick of one release (skipped when another tick holds it)."""
-    release_tick(release_id=release_id)
+    """One tick of one release (skipped when another tick holds it); a failure is recorded on
+    that release and never raised."""
+    release_tick_isolated(release_id=release_id)
 
 
-@shared_task(name="releases.tick_active", soft_time_limit=120, time_limit=150, ignore_result=True)
+@shared_task(name="releases.tick_active", soft_time_limit=10, time_limit=20, ignore_result=True)
 def tick_active() -> int:
-    """One tick of every active release; returns how many were ticked."""
+    """Queue one tick per active release on the releases lane (each its own task, so one slow
+    or failing release never holds up another); returns how many were queued."""
     ids = list(
         Release.objects.exclude(phase__in=[p.value for p in TERMINAL]).values_list("pk", flat=True)
     )
     for release_id in ids:
-        try:
-            release_tick(release_id=release_id)
-        except Exception:  # one release's failure must not starve the others of ticks
-            log.exception("tick of release %s failed", release_id)
+        tick.apply_async(args=[release_id], expires=settings.SWITCHYARD_TICK_EXPIRES_S)
     return len(ids)
 
 

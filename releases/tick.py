@@ -48,6 +48,31 @@ def release_tick(*, release_id: int) -> Release | None:
         return _save(release, before, decision, obs, applied)
 
 
+def release_tick_isolated(*, release_id: int) -> Release | None:
+    """`release_tick` that never raises: a failure is logged and recorded on that release as
+    an `error` event, so one release's failure never stops another's tick (nor the guard)."""
+    try:
+        return release_tick(release_id=release_id)
+    except Exception as exc:
+        log.exception("tick of release %s failed", release_id)
+        tick_failure_record(release_id=release_id, error=f"Tick failed: {exc!r}")
+        return None
+
+
+def tick_failure_record(*, release_id: int, error: str) -> bool:
+    """An `error` event on the release, unless its latest event already says the same (a
+    failing tick repeats every second); True when one was written."""
+    release = Release.objects.filter(pk=release_id).only("pk", "phase").first()
+    if release is None:
+        return False
+    error = error[:2000]
+    last = release.events.order_by("-created_at", "-id").only("kind", "message").first()
+    if last is not None and last.kind == "error" and last.message == error:
+        return False
+    ReleaseEvent.objects.create(release=release, kind="error", phase=release.phase, message=error)
+    return True
+
+
 # --- load ---------------------------------------------------------------------------------
 
 
@@ -63,13 +88,15 @@ def _load(release_id: int) -> Release | None:
 
 
 def _tickable(release: Release) -> bool:
-    """Active, with a stored spec that still parses (a junk one is logged, never ticked)."""
+    """Active, with a stored spec that still parses (a junk one is logged and recorded on the
+    release, never ticked)."""
     if not release.is_active:
         return False
     try:
         release.spec()
     except ReleaseInputError as exc:
         log.error("release %s not ticked: its stored %s", release.pk, exc)
+        tick_failure_record(release_id=release.pk, error=f"Not ticked: its stored {exc}")
         return False
     return True
 

@@ -5,15 +5,19 @@ Rollups are measurements, not decisions by a person, so they leave no audit even
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from deployments.models import TritonCluster
 from telemetry.models import Rollup
 from telemetry.rollups import RollupRow
+from telemetry.status import rollups_dead_lettered_count
+
+log = logging.getLogger(__name__)
 
 # A minute written twice (a restarted collector) adds up instead of overwriting.
 _UPSERT = """
@@ -59,16 +63,49 @@ def _values(row: RollupRow, cluster_id: int) -> tuple:
 def rollups_write(*, rows: list[RollupRow]) -> int:
     """Add finished minutes to the rollup table (a minute written twice adds up); the count.
 
-    Rows of clusters that no longer exist are skipped.
+    Rows of clusters that no longer exist are skipped. A row PostgreSQL refuses for what it
+    holds (DataError, IntegrityError: e.g. a name longer than its column) can never be
+    written: it is dead-lettered (a log line and the collector's dead-letter counter on
+    /metrics) and the others are written. Any other failure (the database is away) raises
+    with nothing written, so the caller keeps the rows for its next try.
     """
     names = {row.cluster for row in rows}
     ids = dict(TritonCluster.objects.filter(name__in=names).values_list("name", "id"))
     values = [_values(row, ids[row.cluster]) for row in rows if row.cluster in ids]
     if not values:
         return 0
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.executemany(_UPSERT, values)
+        return len(values)
+    except (DataError, IntegrityError):
+        pass
+    return _write_one_by_one(values)
+
+
+def _write_one_by_one(values: list[tuple]) -> int:
+    """Each row in a savepoint of its own; refused rows dead-lettered; the count written."""
+    written, dead = 0, []
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(_UPSERT, values)
-    return len(values)
+        for row in values:
+            try:
+                with transaction.atomic():
+                    cursor.execute(_UPSERT, row)
+                written += 1
+            except (DataError, IntegrityError) as exc:
+                dead.append(row)
+                log.error(
+                    "rollup row dead-lettered (it can never be written): cluster id %s, "
+                    "node %r, model %r, version %r, minute %s: %s",
+                    *row[:5],
+                    str(exc).strip().splitlines()[0],
+                )
+    if dead:
+        try:
+            rollups_dead_lettered_count(len(dead))
+        except Exception:  # the count is for /metrics; the log line above already says it
+            log.exception("counting dead-lettered rollup rows failed")
+    return written
 
 
 def rollups_cleanup(*, now: datetime | None = None) -> int:

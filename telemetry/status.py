@@ -23,6 +23,7 @@ class CollectorStatus:
     last_tick_at: float | None
     last_tick_s: float | None
     scrape_errors: dict[tuple[str, str], int]
+    rollups_dead_lettered: int = 0
 
 
 def _client() -> redis.Redis:
@@ -38,6 +39,15 @@ def collector_status_record(*, at: float, took_s: float, failed: list[tuple[str,
         for (cluster, node), n in Counter(failed).items():
             pipe.hincrby(ERRORS_KEY, f"{cluster}{SEPARATOR}{node}", n)
         pipe.execute()
+    finally:
+        client.close()
+
+
+def rollups_dead_lettered_count(n: int) -> None:
+    """Count `n` more rollup rows that could never be written (telemetry.services)."""
+    client = _client()
+    try:
+        client.hincrby(STATUS_KEY, "rollups_dead_lettered", n)
     finally:
         client.close()
 
@@ -59,4 +69,5 @@ def collector_status_read() -> CollectorStatus:
         last_tick_at=float(at) if at else None,
         last_tick_s=float(took) if took else None,
         scrape_errors=parsed,
+        rollups_dead_lettered=int(status.get(b"rollups_dead_lettered") or 0),
     )

@@ -103,9 +103,18 @@ class WorkerHandle:
         stop_process(self.proc)
 
 
-def start_celery_worker(log: Path, queue: str | None = None) -> WorkerHandle:
-    """Start a real Celery worker process on `queue` (a new one by default) and wait for it."""
+def start_celery_worker(
+    log: Path,
+    queue: str | None = None,
+    *,
+    lanes: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> WorkerHandle:
+    """Start a real Celery worker process for base queue `queue` (a new one by default) and
+    wait for it. It serves every lane's queue of that base (controlplane/queues.py) unless
+    `lanes` names the queues it serves; `env` adds environment variables."""
     from controlplane.celery import app
+    from controlplane.queues import all_queues
 
     queue = queue or f"test-{uuid.uuid4().hex[:10]}"
     hostname = f"{uuid.uuid4().hex[:6]}-{queue}@localhost"
@@ -121,16 +130,20 @@ def start_celery_worker(log: Path, queue: str | None = None) -> WorkerHandle:
         "--without-gossip",
         "--without-mingle",
         "-Q",
-        queue,
+        ",".join(lanes or all_queues(queue)),
         "-n",
         hostname,
         "--loglevel=INFO",
     ]
-    env = child_environment(
-        SWITCHYARD_CELERY_QUEUE=queue, SWITCHYARD_STORAGE_ROOT=str(settings.SWITCHYARD_STORAGE_ROOT)
+    environment = child_environment(
+        SWITCHYARD_CELERY_QUEUE=queue,
+        SWITCHYARD_STORAGE_ROOT=str(settings.SWITCHYARD_STORAGE_ROOT),
+        **(env or {}),
     )
     with open(log, "ab") as out:
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            args, cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT
+        )
     handle = WorkerHandle(proc, queue, hostname, log)
     try:
         wait_for(

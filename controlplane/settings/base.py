@@ -8,6 +8,7 @@ from controlplane.env import (
     env,
     var_dir,
 )
+from controlplane.queues import all_queues
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=DEV_SECRET_KEY)
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
@@ -197,6 +198,17 @@ CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 150
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Lanes by urgency (controlplane/queues.py): release ticks, fleet work, long work, each on a
+# queue of its own (`<queue>.releases`, `<queue>`, `<queue>.long`) with its own workers.
+CELERY_TASK_ROUTES = ("controlplane.queues.route",)
+# Seconds after which a queued release tick is dropped unrun: the beat queues a fresh one
+# every second, so an old one would only repeat work (and pile up behind a slow tick).
+SWITCHYARD_TICK_EXPIRES_S = env.float("SWITCHYARD_TICK_EXPIRES_S", default=5.0)
+# Work leases (deployments and benchmarks): the task that runs one touches its row every
+# lease / 4 seconds; a RUNNING row untouched for a whole lease has lost its worker and the
+# sweep (every SWITCHYARD_SWEEP_INTERVAL_S) finishes it as failed, saying so.
+SWITCHYARD_WORK_LEASE_S = env.float("SWITCHYARD_WORK_LEASE_S", default=60.0)
+SWITCHYARD_SWEEP_INTERVAL_S = env.float("SWITCHYARD_SWEEP_INTERVAL_S", default=30.0)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Deep health (health/, docs/HEALTH.md): every serving version on every node
 # gets one real inference per interval; live traffic is judged over a sliding window.
@@ -217,7 +229,13 @@ CELERY_BEAT_SCHEDULE: dict = {
     "deployments-reconcile": {"task": "deployments.reconcile_all", "schedule": 10.0},
     # Every second: active releases watch live traffic; a failing candidate must be caught
     # within a couple of scrapes. A tick of an idle system is one cheap query.
-    "releases-tick": {"task": "releases.tick_active", "schedule": 1.0},
+    # It fans out one `releases.tick` per active release on the releases lane; a tick still
+    # queued after SWITCHYARD_TICK_EXPIRES_S is dropped (the next one is due anyway).
+    "releases-tick": {
+        "task": "releases.tick_active",
+        "schedule": 1.0,
+        "options": {"expires": SWITCHYARD_TICK_EXPIRES_S},
+    },
     # Every 10 s, like reconcile: a node added to (or changed in) a cluster gets traffic from
     # the running router soon after reconcile has loaded its models; a no-op reads one file.
     "releases-routers-sync": {"task": "releases.routers_sync", "schedule": 10.0},
@@ -251,6 +269,16 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Every probe interval: a version that fails while READY must show within one interval
     # (+ a few seconds); a pass costs two requests per serving version per node.
     "health-watch": {"task": "health.watch_all", "schedule": SWITCHYARD_PROBE_INTERVAL_S},
+    # Every sweep interval: a deployment or benchmark whose worker died is finished within a
+    # lease + one interval; a pass is two indexed queries when nothing was lost.
+    "deployments-sweep-lost": {
+        "task": "deployments.sweep_lost",
+        "schedule": SWITCHYARD_SWEEP_INTERVAL_S,
+    },
+    "benchmarks-sweep-lost": {
+        "task": "benchmarks.sweep_lost",
+        "schedule": SWITCHYARD_SWEEP_INTERVAL_S,
+    },
 }
 
 # How long /healthz waits for a Celery worker to answer a ping.
@@ -292,6 +320,10 @@ SWITCHYARD_TRITON_TIMEOUT_S = env.float("SWITCHYARD_TRITON_TIMEOUT_S", default=5
 SWITCHYARD_TRITON_LOAD_TIMEOUT_S = env.float("SWITCHYARD_TRITON_LOAD_TIMEOUT_S", default=120.0)
 # After the new version is READY everywhere, wait this long before retiring the old one.
 SWITCHYARD_DEPLOY_DRAIN_S = env.float("SWITCHYARD_DEPLOY_DRAIN_S", default=2.0)
+# Router membership (releases/routing.py `routable`): a routed node that stops answering
+# stays in the router this long after reconcile last saw it up (nginx itself passes a
+# refused connection to the next node meanwhile), then leaves until it serves again.
+SWITCHYARD_ROUTER_DOWN_GRACE_S = env.float("SWITCHYARD_ROUTER_DOWN_GRACE_S", default=20.0)
 # Smoke tests of new versions run on this cluster (default: any staging cluster).
 SWITCHYARD_SMOKE_CLUSTER = env.str("SWITCHYARD_SMOKE_CLUSTER", default="")
 
@@ -357,7 +389,7 @@ SWITCHYARD_METRICS_ALLOWED_NETWORKS = [
 ]
 # Celery queues whose length /metrics reports (the workers' queues).
 SWITCHYARD_METRICS_QUEUES = env.list(
-    "SWITCHYARD_METRICS_QUEUES", default=[CELERY_TASK_DEFAULT_QUEUE]
+    "SWITCHYARD_METRICS_QUEUES", default=all_queues(CELERY_TASK_DEFAULT_QUEUE)
 )
 
 # Webhooks (notifications/, docs/WEBHOOKS.md): attempts per delivery (the first included),

@@ -1,11 +1,15 @@
 #!/bin/sh
 # The control plane image's entrypoint: one process kind per container.
 #   web                daphne on :8000; applies migrations first unless SWITCHYARD_MIGRATE=0
-#   worker [args]      the Celery worker, plus the nginx router of every cluster named in
-#                      SWITCHYARD_ROUTER_CLUSTERS (the nginx driver reloads nginx by its pid
-#                      and release analysis reads its access log: they share a container).
-#                      Routers listen on 127.0.0.1 only; SWITCHYARD_ROUTER_PUBLISH, e.g.
-#                      "8080=18080", forwards 0.0.0.0:8080 to the router on 127.0.0.1:18080.
+#   worker [args]      the Celery worker of the queues in SWITCHYARD_WORKER_QUEUES (default:
+#                      the fleet lane, $SWITCHYARD_CELERY_QUEUE), plus a worker of its own
+#                      for the releases lane with SWITCHYARD_RELEASE_SLOTS slots (default 2;
+#                      0: none) so release ticks never wait behind a push, plus the nginx
+#                      router of every cluster named in SWITCHYARD_ROUTER_CLUSTERS (the
+#                      nginx driver reloads nginx by its pid and release ticks read its
+#                      access log: they share a container). Routers listen on 127.0.0.1
+#                      only; SWITCHYARD_ROUTER_PUBLISH, e.g. "8080=18080", forwards
+#                      0.0.0.0:8080 to the router on 127.0.0.1:18080.
 #   beat               Celery beat (exactly one per installation)
 #   collector [args]   the telemetry collector
 #   router CLUSTER     one cluster's nginx router alone (where no worker drives it)
@@ -45,7 +49,17 @@ case "$kind" in
           sleep 5
         done ) &
     done
-    exec celery -A controlplane worker --loglevel=INFO --hostname="worker@%h" "$@" ;;
+    base=${SWITCHYARD_CELERY_QUEUE:-switchyard}
+    slots=${SWITCHYARD_RELEASE_SLOTS:-2}
+    if [ "$slots" -gt 0 ]; then
+      ( while true; do
+          celery -A controlplane worker --loglevel=INFO --hostname="releases@%h" \
+            --queues="$base.releases" --concurrency="$slots" || true
+          sleep 5
+        done ) &
+    fi
+    exec celery -A controlplane worker --loglevel=INFO --hostname="worker@%h" \
+      --queues="${SWITCHYARD_WORKER_QUEUES:-$base}" "$@" ;;
   beat)
     retry 300 schema_ready
     exec celery -A controlplane beat --loglevel=INFO "$@" ;;

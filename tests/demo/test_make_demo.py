@@ -19,7 +19,17 @@ from demo.users import BANNER_RULE
 from integrations.triton.local import port_is_free
 from tests.conftest import ROOT, child_environment, wait_for
 
-PROCESSES = ("triton", "web", "worker", "beat", "collector", "router", "traffic")
+PROCESSES = (
+    "triton",
+    "web",
+    "worker-releases",
+    "worker",
+    "worker-long",
+    "beat",
+    "collector",
+    "router",
+    "traffic",
+)
 
 
 def _demo_ports() -> tuple[int, int]:
@@ -118,7 +128,8 @@ def test_make_demo_is_quiet_logs_to_files_and_stops_everything(transactional_db,
         logs = var_dir / "log"
         assert sorted(p.stem for p in logs.glob("*.log")) == sorted(PROCESSES)
         assert "Triton nodes are ready" in (logs / "triton.log").read_text()
-        assert "ready." in (logs / "worker.log").read_text()  # celery's "... ready."
+        for worker in ("worker-releases", "worker", "worker-long"):  # one per lane
+            assert "ready." in (logs / f"{worker}.log").read_text()  # celery's "... ready."
         assert "listening on" in (logs / "router.log").read_text()
         wait_for(
             lambda: "demo traffic:" in (logs / "traffic.log").read_text(),

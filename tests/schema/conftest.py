@@ -37,9 +37,12 @@ def _drop_queue(queue: str) -> None:
     import redis
     from django.conf import settings
 
+    from controlplane.queues import all_queues
+
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     try:
-        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+        for lane in all_queues(queue):  # every lane's queue of the run's base queue
+            client.delete(lane, f"_kombu.binding.{lane}", f"_kombu.binding_permanent.{lane}")
     finally:
         client.close()
 

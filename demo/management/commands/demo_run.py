@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from console.health import check_worker
+from controlplane.queues import FLEET, LONG, RELEASES, lane_queue
 from demo.seed import demo_cluster_seed, demo_seed
 from demo.supervisor import Supervisor
 from demo.users import banner_lines, demo_users_create
@@ -52,14 +53,7 @@ def demo_commands(*, port: int, base_port: int, var_dir: Path) -> dict[str, list
             str(port),
             "controlplane.asgi:application",
         ],
-        "worker": [
-            *nice,
-            *celery,
-            "worker",
-            "--loglevel=INFO",
-            "--concurrency=2",
-            f"--hostname=demo-worker-{port}@%h",
-        ],
+        **demo_workers(celery=[*nice, *celery], port=port),
         "beat": [
             *nice,
             *celery,
@@ -80,6 +74,26 @@ def demo_commands(*, port: int, base_port: int, var_dir: Path) -> dict[str, list
             "--wait",
             "300",
         ],
+    }
+
+
+# One worker per lane (controlplane/queues.py), so a push or a benchmark never holds the slot
+# a release tick needs: process name -> (lane, worker slots).
+WORKERS = {"worker-releases": (RELEASES, 2), "worker": (FLEET, 2), "worker-long": (LONG, 1)}
+
+
+def demo_workers(*, celery: list[str], port: int) -> dict[str, list[str]]:
+    base = settings.CELERY_TASK_DEFAULT_QUEUE
+    return {
+        name: [
+            *celery,
+            "worker",
+            "--loglevel=INFO",
+            f"--concurrency={slots}",
+            f"--queues={lane_queue(base, lane)}",
+            f"--hostname=demo-{name}-{port}@%h",
+        ]
+        for name, (lane, slots) in WORKERS.items()
     }
 
 
