@@ -255,6 +255,10 @@ class ReleaseActionApi(APIView):
 class RouterNodeSerializer(serializers.Serializer):
     name = serializers.CharField()
     routed = serializers.BooleanField()
+    why = serializers.CharField(help_text="Why the router does not send to it; '' when it does.")
+    unusable = serializers.BooleanField(
+        help_text="The router cannot send to its address at all (left out, never stopping it)."
+    )
 
 
 class RouterSplitSerializer(serializers.Serializer):
@@ -273,6 +277,9 @@ class RouterViewSerializer(serializers.Serializer):
     running = serializers.BooleanField()
     nodes = RouterNodeSerializer(many=True)
     routes = RouterRouteSerializer(many=True)
+    error = serializers.CharField(
+        required=False, help_text="Set when the cluster's stored router settings do not parse."
+    )
 
 
 class ClusterRouterApi(APIView):
@@ -284,4 +291,4 @@ class ClusterRouterApi(APIView):
         cluster = cluster_get(name=name)
         if cluster is None:
             raise Http404(f"No cluster named '{name}'.")
-        return Response(selectors.router_view(cluster=cluster))
+        return Response(RouterViewSerializer(selectors.router_view(cluster=cluster)).data)

@@ -63,8 +63,9 @@ def set_weights(release: Release, weight: float | None) -> None:
     """Apply the router split (None: drop this release's route); records the applied weight."""
     router = router_for(release.cluster)
     with router_changing(release.cluster):
-        routes = _routes(release, weight, router.current())
-        router.apply(router_state(release.cluster, routes))
+        live = router.current()
+        routes = _routes(release, weight, live)
+        router.apply(router_state(release.cluster, routes, live))
     release.router_weight = weight
 
 

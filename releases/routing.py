@@ -1,19 +1,23 @@
 """The cluster's router as releases see it: one driver per cluster, state built from the
 active releases (each pins its model's unversioned traffic to explicit versions)."""
 
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
 
 from deployments import locks
 from deployments.models import TritonCluster, TritonNode
 from deployments.push import client_for
 from deployments.selectors import desired_state
 from deployments.validation import cluster_router, router_dir
+from integrations.concurrency import fan_out
 from integrations.paths import PathError
-from integrations.routers import ModelRoute, RouterDriver, RouterState, get_driver
+from integrations.routers import ModelRoute, RouterDriver, RouterError, RouterState, get_driver
+from integrations.routers.base import upstream_address
 from integrations.routers.settings import RouterSettingsError
 from integrations.triton.errors import TritonError
 
@@ -87,23 +91,101 @@ def route_for(release, weight: float) -> ModelRoute:
     )
 
 
-def router_state(cluster: TritonCluster, routes: list[ModelRoute]) -> RouterState:
-    return RouterState(upstreams=_node_urls(cluster), routes=routes)
+def router_state(
+    cluster: TritonCluster, routes: list[ModelRoute], live: RouterState | None = None
+) -> RouterState:
+    """The whole state to apply: `routes`, sent to the nodes the membership rule admits
+    (`router_upstreams`, given what the running router `live` sends to now)."""
+    serving = live.upstreams if live is not None else []
+    return RouterState(upstreams=router_upstreams(cluster, serving), routes=routes)
 
 
-def _node_urls(cluster: TritonCluster) -> list[str]:
-    return [n.http_url for n in cluster.nodes.all()]
+# --- membership: which nodes the router sends to (one rule, used by every apply) ----------
+
+
+def router_refusal(node: TritonNode) -> str | None:
+    """Why the router cannot send to this node's address at all (None: it can). Such a node
+    is left out of the router and shown as such; it never stops the router for the others."""
+    try:
+        address = upstream_address(node.http_url)
+    except RouterError as exc:
+        return str(exc)
+    host, _, port = address.rpartition(":")
+    try:
+        socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
+        return f"nginx cannot resolve the host {host!r}"
+    return None
+
+
+def routable(
+    *,
+    routed: bool,
+    loaded: dict[str, set[str]] | None,
+    desired: dict[str, list[int]],
+    seen_ago_s: float | None,
+    grace_s: float,
+    served: frozenset[str] = frozenset(),
+) -> bool:
+    """The membership rule (pure). `loaded`: the node's loaded versions by model, None when
+    it does not answer; `seen_ago_s`: since reconcile last saw it up (None: never);
+    `served`: the desired models some routed node serves now.
+
+    * A node joins once it answers with every version the cluster must serve loaded, so a
+      node added, or restarted empty, gets no traffic until reconcile has loaded it.
+    * A node the router sends to stays while it answers with at least one of those versions
+      loaded for every model that other routed nodes serve (a release or a push may be
+      loading the next version; a model no routed node serves yet is nobody's fault), and
+      while it does not answer for at most `grace_s` since it was last seen up.
+    """
+    if loaded is None:
+        return routed and seen_ago_s is not None and seen_ago_s <= grace_s
+    have = {m: {str(v) for v in vs} & loaded.get(m, set()) for m, vs in desired.items()}
+    if routed:
+        return all(have[m] or m not in served for m in desired)
+    return all(have[m] == {str(v) for v in vs} for m, vs in desired.items())
+
+
+def router_upstreams(cluster: TritonCluster, serving: list[str]) -> list[str]:
+    """The node URLs the router must send to now, in node order (`routable` for each node
+    whose address it can use; each node asked at once what it has loaded)."""
+    nodes = [n for n in cluster.nodes.all() if router_refusal(n) is None]
+    desired = desired_state(cluster=cluster)
+    loaded = fan_out(nodes, _loaded_or_none)
+    served = frozenset(
+        model
+        for n in nodes
+        if n.http_url in serving and loaded[n.pk] is not None
+        for model, versions in desired.items()
+        if {str(v) for v in versions} & loaded[n.pk].get(model, set())
+    )
+    now = timezone.now()
+    return [
+        n.http_url
+        for n in nodes
+        if routable(
+            routed=n.http_url in serving,
+            loaded=loaded[n.pk],
+            desired=desired,
+            seen_ago_s=(now - n.last_seen_at).total_seconds() if n.last_seen_at else None,
+            grace_s=settings.SWITCHYARD_ROUTER_DOWN_GRACE_S,
+            served=served,
+        )
+    ]
+
+
+def _loaded_or_none(node: TritonNode) -> dict[str, set[str]] | None:
+    try:
+        with client_for(node) as client:
+            return client.loaded_models()
+    except TritonError:
+        return None
 
 
 def router_sync(cluster: TritonCluster) -> bool:
-    """Point a running router at the cluster's nodes as they are now; True when it changed.
-
-    A node the router does not send to yet joins once reconcile has seen it up and it has
-    every version the cluster must serve loaded (so it gets no traffic while empty, nor
-    after a failed repair); a node no longer in the cluster (or whose URL changed) gets
-    none. The routes nginx serves stay as they are. A router that is not running is left
-    alone: whoever starts it (run_router, a release) applies the whole state.
-    """
+    """Point a running router at the nodes the membership rule admits now (`routable`); True
+    when it changed. The routes nginx serves stay as they are. A router that is not running
+    is left alone: whoever starts it (run_router, a release) applies the whole state."""
     if cluster_router(cluster).driver != "nginx":  # unusable settings: RouterSettingsError
         return False
     router = router_for(cluster)
@@ -111,27 +193,8 @@ def router_sync(cluster: TritonCluster) -> bool:
         live = router.current()
         if live is None:
             return False
-        serving = set(live.upstreams)
-        desired = desired_state(cluster=cluster)
-        nodes = [
-            n.http_url
-            for n in cluster.nodes.all()
-            if n.http_url in serving or (n.health == TritonNode.Health.UP and _serves(n, desired))
-        ]
+        nodes = router_upstreams(cluster, live.upstreams)
         if live.upstreams == nodes:
             return False
         router.apply(RouterState(upstreams=nodes, routes=live.routes))
     return True
-
-
-def _serves(node: TritonNode, desired: dict[str, list[int]]) -> bool:
-    """True when the node has every desired version loaded (False when it cannot say)."""
-    try:
-        with client_for(node) as client:
-            loaded = client.loaded_models()
-    except TritonError:
-        return False
-    return all(
-        {str(v) for v in versions} <= loaded.get(model, set())
-        for model, versions in desired.items()
-    )

@@ -57,11 +57,34 @@ def router_view(*, cluster) -> dict:
     live = router_for(cluster).current()
     routed = set(live.upstreams) if live is not None else set()
     view["running"] = live is not None
-    view["nodes"] = [{"name": n.name, "routed": n.http_url in routed} for n in cluster.nodes.all()]
+    view["nodes"] = [_routed_node(n, routed) for n in cluster.nodes.all()]
     for route in live.routes if live is not None else []:
         split = [{"version": v, "percent": w} for v, w in sorted(route.live_weights().items())]
         view["routes"].append({"model": route.model, "split": split})
     return view
+
+
+def _routed_node(node, routed: set[str]) -> dict:
+    """A node as the router panel shows it: routed or not, and why not in words."""
+    from deployments.models import TritonNode
+    from releases.routing import router_refusal
+
+    refusal = router_refusal(node)
+    if node.http_url in routed:
+        why = ""
+    elif refusal:
+        why = f"left out: {refusal}"
+    elif node.health == TritonNode.Health.DOWN:
+        why = "down: rejoins once it is up with every serving version loaded"
+    else:
+        why = "joins once it is up with every serving version loaded"
+    return {
+        "name": node.name,
+        "routed": node.http_url in routed,
+        "why": why,
+        "unusable": bool(refusal),
+        "down": node.health == TritonNode.Health.DOWN,
+    }
 
 
 def active_releases_of(*, model) -> QuerySet[Release]:

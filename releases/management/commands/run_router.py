@@ -55,7 +55,7 @@ class Command(BaseCommand):
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         try:
-            router.apply(router_state(cluster, current_routes(cluster)))
+            router.apply(router_state(cluster, current_routes(cluster), router.current()))
             self.stdout.write(
                 f"router for {cluster.name} listening on {router.listen}"
                 f" (clients send to {cluster_router(cluster).url})"

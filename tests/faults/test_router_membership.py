@@ -1,0 +1,118 @@
+"""Router membership follows health, through a real nginx and real Triton nodes: a node row
+the router cannot use is left out (and shown so) without stopping the router; a node killed
+leaves the upstream after the grace; restarted empty it stays out until reconcile has loaded
+it, then rejoins. Clients keep getting answers from the nodes that serve."""
+
+import time
+
+import pytest
+
+from deployments.executor import deployment_run
+from deployments.models import TritonNode
+from deployments.reconcile import cluster_reconcile
+from deployments.services import cluster_create, deployment_create, node_create
+from integrations.triton.local import free_ports, start_cluster
+from models_registry.services import model_create, team_create
+from releases import routing
+from releases.selectors import router_view
+from tests.registry.archives import register_risk_score_as
+from tests.releases.test_release_flow import Traffic
+
+pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory):
+    cluster = start_cluster(2, tmp_path_factory.mktemp("membership"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def routed(two_nodes, settings, tmp_path, make_user):
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
+    settings.SWITCHYARD_ROUTER_DOWN_GRACE_S = 3.0
+    rita, ada = make_user("rita", role="release-managers"), make_user("ada", role="algorithm")
+    team_create(name="fraud", actor=ada)
+    (port,) = free_ports(1)
+    cluster = cluster_create(
+        actor=rita,
+        name="members",
+        environment="production",
+        router={
+            "driver": "nginx",
+            "listen": f"127.0.0.1:{port}",
+            "url": f"http://127.0.0.1:{port}",
+            "prefix_dir": str(tmp_path / "router"),
+        },
+    )
+    for node in two_nodes.nodes:
+        node_create(
+            cluster=cluster,
+            actor=rita,
+            name=node.name,
+            http_url=node.http_url,
+            grpc_url=node.grpc_url,
+            metrics_url=node.metrics_url,
+        )
+    model = model_create(name="members_model", team="fraud", actor=ada)
+    version = register_risk_score_as(model, ada, 1)
+    deployment = deployment_create(cluster=cluster, version=version, actor=rita)
+    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+    try:
+        yield {"cluster": cluster, "rita": rita, "port": port, "nodes": two_nodes}
+    finally:
+        routing.router_for(cluster).stop()
+        routing._DRIVERS.clear()
+
+
+def _upstreams(cluster) -> list[str]:
+    return routing.router_for(cluster).current().upstreams
+
+
+def test_an_unusable_node_row_is_left_out_and_shown_without_stopping_the_router(routed):
+    cluster, (one, two) = routed["cluster"], routed["nodes"].nodes
+    node_create(cluster=cluster, actor=routed["rita"], name="bad", http_url="http://127.0.0.1:7")
+    # A row written before today's checks: an address nginx cannot send to.
+    TritonNode.objects.filter(cluster=cluster, name="bad").update(http_url="https://127.0.0.1:7")
+    router = routing.router_for(cluster)
+    router.apply(routing.router_state(cluster, []))  # starts nginx
+    assert _upstreams(cluster) == [one.http_url, two.http_url]
+    with Traffic(routed["port"], "members_model") as traffic:
+        time.sleep(1.5)
+    assert traffic.ok > 0 and traffic.failed == 0, traffic.errors[:3]
+    view = {n["name"]: n for n in router_view(cluster=cluster)["nodes"]}
+    assert view["bad"]["unusable"] and not view["bad"]["routed"]
+    assert "http://host:port" in view["bad"]["why"]
+    assert view[one.name]["routed"] and view[two.name]["routed"]
+    assert routing.router_sync(cluster) is False  # the same rule: nothing to change
+
+
+def test_a_killed_node_leaves_after_the_grace_and_rejoins_once_reloaded(routed):
+    cluster, nodes = routed["cluster"], routed["nodes"]
+    one, two = nodes.nodes
+    routing.router_for(cluster).apply(routing.router_state(cluster, []))
+    cluster_reconcile(cluster=cluster)  # both seen up now
+    assert _upstreams(cluster) == [one.http_url, two.http_url]
+    with Traffic(routed["port"], "members_model") as traffic:
+        nodes.kill(two)
+        assert routing.router_sync(cluster) is False  # within the grace: nginx retries
+        time.sleep(3.5)
+        assert routing.router_sync(cluster) is True
+        assert _upstreams(cluster) == [one.http_url]
+        dropped_at_failures = traffic.failed
+        nodes.restart(two)  # same ports, comes back empty (explicit model control)
+        assert routing.router_sync(cluster) is False  # answers, but serves nothing yet
+        assert _upstreams(cluster) == [one.http_url]
+        time.sleep(1.0)
+        failed_while_out = traffic.failed - dropped_at_failures
+        cluster_reconcile(cluster=cluster)  # rehydrates the restarted node
+        assert routing.router_sync(cluster) is True
+        assert _upstreams(cluster) == [one.http_url, two.http_url]
+        time.sleep(1.0)
+    assert failed_while_out == 0, traffic.errors[-3:]  # an empty node never got traffic
+    assert traffic.ok > 0
+    assert traffic.failed <= 5, traffic.errors[:5]  # at most requests in flight at the kill
