@@ -66,3 +66,17 @@ DEV_SECRET_KEY = "insecure-dev-only-key-change-me"  # noqa: S105 - refused by pr
 def var_dir() -> Path:
     """Where runtime state lives (Triton repositories, logs, nginx prefix, artifacts)."""
     return Path(env.str("SWITCHYARD_VAR_DIR", default=str(BASE_DIR / "var")))
+
+
+def database_pool(database: dict, *, size: int, timeout_s: float) -> None:
+    """Give Django's `database` settings a psycopg connection pool of at most `size`
+    connections per process (none when size is 0); pooled connections are not persistent
+    ones, so CONN_MAX_AGE goes to 0."""
+    if size <= 0:
+        return
+    database["CONN_MAX_AGE"] = 0
+    database.setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": size,
+        "timeout": timeout_s,
+    }

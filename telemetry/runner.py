@@ -60,6 +60,21 @@ class CollectorRunner:
         self.prometheus: dict[str, PrometheusSource] = {}
         self.collector = Collector([self.scrape], publish=channel_publish, store=store_rollups)
 
+    async def refresh_sources_or_keep(self) -> bool:
+        """`refresh_sources`, or keep the sources as they are when the database cannot be
+        read (it is restarting, or refuses connections): the collector never exits on it,
+        and tries again at the next refresh. True when the sources were read."""
+        try:
+            await self.refresh_sources()
+        except Exception as exc:
+            log.error(
+                "collector: nodes not re-read (kept %d sources): %s",
+                len(self.collector.sources),
+                exc,
+            )
+            return False
+        return True
+
     async def refresh_sources(self) -> None:
         """Re-read clusters and nodes, keeping baselines of nodes that stay."""
         targets, prom = await asyncio.to_thread(_read_sources)
@@ -88,12 +103,13 @@ class CollectorRunner:
     async def run(self, stop: asyncio.Event, *, ticks: int | None = None) -> None:
         """Tick every interval_s (skipping missed ticks) until `stop` is set or `ticks` ran."""
         refresh_every = settings.TELEMETRY_TARGETS_REFRESH_S
-        await self.refresh_sources()
+        retry_s = min(refresh_every, 5.0)  # sources not read: try again sooner
+        ok = await self.refresh_sources_or_keep()
         refreshed, next_at, done = time.monotonic(), time.monotonic(), 0
         try:
             while not stop.is_set() and (ticks is None or done < ticks):
-                if time.monotonic() - refreshed > refresh_every:
-                    await self.refresh_sources()
+                if time.monotonic() - refreshed > (refresh_every if ok else retry_s):
+                    ok = await self.refresh_sources_or_keep()
                     refreshed = time.monotonic()
                 await self._tick()
                 done += 1

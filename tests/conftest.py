@@ -41,8 +41,8 @@ def child_environment(**extra: str) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="controlplane.settings.test",
         DATABASE_URL=database_url(),
         PYTHONUNBUFFERED="1",
-        **extra,
     )
+    env.update(extra)
     return env
 
 
@@ -175,10 +175,15 @@ def celery_worker(transactional_db, tmp_path):
 @pytest.fixture
 def daphne_server(transactional_db, tmp_path):
     """The real ASGI app (HTTP + websockets) served by daphne on a free port."""
+    yield from serve_daphne(tmp_path / "daphne.log")
+
+
+def serve_daphne(log: Path, **env: str):
+    """Start daphne on a free port (its environment plus `env`), yield 'host:port' once it
+    answers, stop it after."""
     from integrations.triton.local import free_ports
 
     (port,) = free_ports(1)
-    log = tmp_path / "daphne.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [
@@ -192,7 +197,7 @@ def daphne_server(transactional_db, tmp_path):
                 "controlplane.asgi:application",
             ],
             cwd=ROOT,
-            env=child_environment(),
+            env=child_environment(**env),
             stdout=out,
             stderr=subprocess.STDOUT,
         )

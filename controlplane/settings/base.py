@@ -5,6 +5,7 @@ from controlplane.env import (
     DEFAULT_DATABASE_URL,
     DEFAULT_REDIS_URL,
     DEV_SECRET_KEY,
+    database_pool,
     env,
     var_dir,
 )
@@ -79,6 +80,21 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL", default=DEFAULT_DATABASE_URL)}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("SWITCHYARD_DATABASE_CONN_MAX_AGE", default=0)
+# Connections are named in pg_stat_activity, so an operator sees which process holds them.
+DATABASES["default"].setdefault("OPTIONS", {})["application_name"] = env.str(
+    "SWITCHYARD_DATABASE_APPLICATION_NAME", default="switchyard"
+)
+# A pool of at most this many connections per process (psycopg_pool; 0: none, one connection
+# per request or CONN_MAX_AGE). The web kind turns it on (deploy/containers/switchyard.sh,
+# `make demo`): many sign-ins at once then queue for a connection instead of exhausting
+# PostgreSQL's max_connections; a request that waits longer than the timeout fails cleanly.
+SWITCHYARD_DATABASE_POOL_SIZE = env.int("SWITCHYARD_DATABASE_POOL_SIZE", default=0)
+SWITCHYARD_DATABASE_POOL_TIMEOUT_S = env.float("SWITCHYARD_DATABASE_POOL_TIMEOUT_S", default=10.0)
+database_pool(
+    DATABASES["default"],
+    size=SWITCHYARD_DATABASE_POOL_SIZE,
+    timeout_s=SWITCHYARD_DATABASE_POOL_TIMEOUT_S,
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default=DEFAULT_REDIS_URL)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The control plane image's entrypoint: one process kind per container.
-#   web                daphne on :8000; applies migrations first unless SWITCHYARD_MIGRATE=0
+#   web                daphne on :8000; applies migrations first unless SWITCHYARD_MIGRATE=0;
+#                      a pool of SWITCHYARD_DATABASE_POOL_SIZE (default 10) connections
 #   worker [args]      the Celery worker of the queues in SWITCHYARD_WORKER_QUEUES (default:
 #                      the fleet lane, $SWITCHYARD_CELERY_QUEUE), plus a worker of its own
 #                      for the releases lane with SWITCHYARD_RELEASE_SLOTS slots (default 2;
@@ -35,6 +36,7 @@ kind=${1:-web}
 case "$kind" in
   web)
     if [ "${SWITCHYARD_MIGRATE:-1}" != 0 ]; then retry 150 python manage.py migrate --noinput; fi
+    export SWITCHYARD_DATABASE_POOL_SIZE="${SWITCHYARD_DATABASE_POOL_SIZE:-10}"
     exec daphne -b 0.0.0.0 -p 8000 "$@" controlplane.asgi:application ;;
   migrate)
     retry 150 python manage.py migrate --noinput ;;

@@ -26,6 +26,7 @@ from demo.users import banner_lines, demo_users_create
 from integrations.triton.local import port_is_free
 
 NODES = 2
+WEB_POOL_SIZE = os.environ.get("SWITCHYARD_DATABASE_POOL_SIZE", "10")
 
 
 def demo_commands(*, port: int, base_port: int, var_dir: Path) -> dict[str, list[str]]:
@@ -44,6 +45,8 @@ def demo_commands(*, port: int, base_port: int, var_dir: Path) -> dict[str, list
             str(base_port),
         ],
         "web": [
+            "env",  # a capped connection pool: many sign-ins at once queue, never exhaust
+            f"SWITCHYARD_DATABASE_POOL_SIZE={WEB_POOL_SIZE}",
             py,
             "-m",
             "daphne",
