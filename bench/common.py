@@ -18,7 +18,13 @@ def use_bench_queue() -> None:
 
 
 def drop_queued_tasks() -> int:
-    """Discard what this bench queued; how many messages went."""
+    """Discard what this bench queued on every lane's queue; how many messages went."""
     from controlplane.celery import app
+    from controlplane.queues import all_queues
 
-    return app.control.purge() or 0
+    dropped = 0
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        for queue in all_queues(app.conf.task_default_queue):
+            dropped += channel.queue_purge(queue) or 0
+    return dropped

@@ -31,6 +31,10 @@ class TcpGate:
         """Refuse from now on, and cut every forwarded connection."""
         server, self._server = self._server, None
         if server is not None:
+            try:  # wakes the thread blocked in accept(); close() alone leaves it listening
+                server.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             server.close()
         with self._lock:
             conns, self._conns = self._conns, set()

@@ -33,7 +33,8 @@ def _forget_errors(cluster: str, node: str) -> None:
 
 
 def test_the_collector_never_exits_on_a_refused_database_and_resumes(make_user, tmp_path):
-    _forget_errors("gated", "n1")  # counts an earlier run left in this Redis database
+    for node in ("n1", "late"):  # counts an earlier run left in this Redis database
+        _forget_errors("gated", node)
     rita = make_user("rita", role="release-managers")
     cluster = cluster_create(actor=rita, name="gated", environment="staging", router={})
     node_create(  # nothing listens there: each scrape counts an error, which shows it is read
@@ -77,6 +78,13 @@ def test_the_collector_never_exits_on_a_refused_database_and_resumes(make_user, 
         )
         gate.close()  # refused again, mid-run
         ticked = collector_status_read().last_tick_at
+        node_create(  # added while the collector cannot read it: scraped once it can
+            cluster=cluster,
+            actor=rita,
+            name="late",
+            http_url="http://127.0.0.1:12",
+            metrics_url="http://127.0.0.1:13/metrics",
+        )
         wait_for(
             lambda: (collector_status_read().last_tick_at or 0) > ticked + 3,
             timeout_s=30,
@@ -84,9 +92,18 @@ def test_the_collector_never_exits_on_a_refused_database_and_resumes(make_user, 
             proc=proc,
             log=log,
         )
-        assert proc.poll() is None
+        assert proc.poll() is None and _errors_of("gated", "late") == 0
+        gate.open()
+        wait_for(
+            lambda: _errors_of("gated", "late") > 0,
+            timeout_s=30,
+            what="the collector reading the node added meanwhile",
+            proc=proc,
+            log=log,
+        )
     finally:
         gate.close()
         stop_process(proc)
         _forget_errors("gated", "n1")
+        _forget_errors("gated", "late")
     assert proc.returncode == 0, log.read_text()[-2000:]  # stopped by us, cleanly

@@ -42,15 +42,31 @@ def test_a_rollup_row_that_can_never_be_written_is_dead_lettered_and_the_rest_st
 
 @pytest.mark.django_db
 def test_a_release_whose_tick_fails_is_recorded_and_never_stops_another(
-    make_user, monkeypatch, caplog
+    make_user, monkeypatch, caplog, tmp_path
 ):
+    from integrations.triton.local import free_ports
+    from releases import routing
+
     world = release_world(make_user)
+    (port,) = free_ports(1)
     second = cluster_create(
         actor=world["rita"],
         name="prod2",
         environment="production",
-        router={"driver": "nginx", "listen": "127.0.0.1:2"},
+        router={
+            "driver": "nginx",
+            "listen": f"127.0.0.1:{port}",
+            "prefix_dir": str(tmp_path / "router"),
+        },
     )
+    try:
+        _tick_both(world, second, monkeypatch, caplog)
+    finally:  # the healthy release's tick started its router
+        routing.router_for(second).stop()
+        routing._DRIVERS.clear()
+
+
+def _tick_both(world, second, monkeypatch, caplog):
     from deployments.services import node_create, serving_state_set
 
     serving_state_set(cluster=second, model=world["model"], versions=[world["versions"][0]])

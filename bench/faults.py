@@ -1,0 +1,376 @@
+"""Faults injected into real processes; for each, the seconds to recover, the failed client
+requests and the rows lost, every round printed.
+
+1. worker SIGKILLed mid-push (a model whose load takes 12 s): seconds from the kill to the
+   deployment finished as failed by the sweep (lease SWITCHYARD_WORK_LEASE_S, sweeps every
+   second here), and whether the model's next deployment is accepted; rows lost = rows of
+   the deployment that stayed unfinished (goal 0).
+2. a Triton node SIGKILLed behind a real nginx under steady client traffic: failed client
+   requests until the router drops it, seconds until it rejoins after a restart (reconcile
+   and the router sync every second), and failed requests while it was out (goal 0).
+3. PostgreSQL refusing the collector for 5 s (a TCP gate in front of the real one): whether
+   the collector process lived, and seconds from the database answering again to the
+   collector reading its nodes.
+4. the long lane busy with a benchmark: seconds from queueing a release tick to its end on
+   the releases lane (the tick goal is within a second), beside the same with one shared
+   queue and worker that the benchmark holds (the issue's "before").
+
+Usage: .venv/bin/python bench/faults.py [rounds]
+"""
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
+from bench.common import drop_queued_tasks, use_bench_queue  # noqa: E402
+
+use_bench_queue()
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
+LEASE_S = 3.0
+
+
+def _wait(predicate, timeout_s: float, step: float = 0.1):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise RuntimeError(f"not within {timeout_s} s")
+
+
+def _worker(log: Path, queues: list[str], env: dict | None = None) -> subprocess.Popen:
+    from controlplane.celery import app
+    from tests.conftest import child_environment
+
+    name = f"bench-{os.getpid()}-{len(queues)}-{time.monotonic_ns()}@localhost"
+    args = [sys.executable, "-m", "celery", "-A", "controlplane", "worker", "--pool=solo"]
+    args += ["--without-gossip", "--without-mingle", "-Q", ",".join(queues), "-n", name]
+    from django.conf import settings
+
+    environment = child_environment(
+        SWITCHYARD_STORAGE_ROOT=str(settings.SWITCHYARD_STORAGE_ROOT), **(env or {})
+    )
+    environment["DJANGO_SETTINGS_MODULE"] = "controlplane.settings.dev"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(args, cwd=ROOT, env=environment, stdout=out, stderr=out)
+    _wait(lambda: app.control.ping(destination=[name], timeout=0.5), 60)
+    return proc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def push_kill(world, work: Path, round_no: int) -> dict:
+    from controlplane.queues import all_queues
+    from deployments.models import Deployment, DeploymentNode
+    from deployments.services import deployment_create
+    from deployments.sweep import deployments_lost_sweep
+    from integrations.triton.client import TritonClient
+    from models_registry.services import model_create
+    from tests.faults.conftest import register, slow_entries
+
+    name = f"slow_push_{round_no}"
+    model = model_create(name=name, team="bench", actor=world["user"])
+    version = register(model, world["user"], slow_entries(name))
+    base = os.environ["SWITCHYARD_CELERY_QUEUE"]
+    worker = _worker(work / "push.log", all_queues(base), {"SWITCHYARD_WORK_LEASE_S": "3"})
+    deployment = deployment_create(cluster=world["staging"], version=version, actor=world["user"])
+    rows = DeploymentNode.objects.filter(deployment=deployment)
+    _wait(lambda: rows.filter(status=DeploymentNode.Status.LOADING).exists(), 30)
+    worker.kill()
+    worker.wait(10)
+    killed = time.monotonic()
+    _wait(lambda: deployments_lost_sweep() or None, 30, step=1.0)
+    recovered = time.monotonic() - killed
+    again = deployment_create(cluster=world["staging"], version=version, actor=world["user"])
+    Deployment.objects.filter(pk=again.pk).update(status=Deployment.Status.FAILED)
+    lost = Deployment.objects.filter(pk=deployment.pk).exclude(status="failed").count()
+    node = world["node"]
+    with TritonClient(node.http_url, node.grpc_url) as client:
+        client.wait_ready(name, ["1"], timeout_s=60)
+        client.unload(name)
+    return {"recover_s": recovered, "next_accepted": True, "rows_lost": lost}
+
+
+def node_kill(world, fleet, port: int) -> dict:
+    from deployments.reconcile import cluster_reconcile
+    from releases import routing
+    from tests.releases.test_release_flow import Traffic
+
+    cluster, two = world["prod"], fleet.nodes[2]
+    cluster_reconcile(cluster=cluster)
+    upstreams = lambda: routing.router_for(cluster).current().upstreams  # noqa: E731
+    with Traffic(port, "bench_routed") as traffic:
+        time.sleep(2)
+        fleet.kill(two)
+        killed = time.monotonic()
+        _wait(lambda: routing.router_sync(cluster) or None, 60, step=1.0)
+        dropped_s, failed_until_drop = time.monotonic() - killed, traffic.failed
+        fleet.restart(two)
+        restarted = time.monotonic()
+
+        def rejoined():
+            cluster_reconcile(cluster=cluster)
+            routing.router_sync(cluster)
+            return two.http_url in upstreams()
+
+        _wait(rejoined, 120, step=1.0)
+        rejoin_s, failed_while_out = (
+            time.monotonic() - restarted,
+            traffic.failed - failed_until_drop,
+        )
+        time.sleep(1)
+    return {
+        "dropped_s": dropped_s,
+        "failed_until_drop": failed_until_drop,
+        "rejoin_s": rejoin_s,
+        "failed_while_out": failed_while_out,
+        "ok": traffic.ok,
+    }
+
+
+def database_refused(world, work: Path, round_no: int) -> dict:
+    from django.db import connection
+
+    from deployments.services import node_create
+    from telemetry.status import collector_status_read
+    from tests.conftest import child_environment
+    from tests.faults.tcp_gate import TcpGate
+
+    db = connection.settings_dict
+    port = int(db.get("PORT") or 5432)
+    gate = TcpGate(port)
+    gate.open()
+    url = f"postgres://{db['USER']}@127.0.0.1:{gate.port}/{db['NAME']}"
+    env = child_environment(DATABASE_URL=url, SWITCHYARD_TELEMETRY_TARGETS_REFRESH_S="1")
+    env["DJANGO_SETTINGS_MODULE"] = "controlplane.settings.dev"
+    log = work / "collector.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "manage.py", "run_collector", "--interval", "0.5"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=out,
+        )
+
+    def errors(node: str) -> int:
+        return collector_status_read().scrape_errors.get(("bench-ghost", node), 0)
+
+    try:
+        _wait(lambda: errors("ghost") > 0, 60)
+        gate.close()
+        # A node added while the collector cannot read the database: it shows once it can.
+        name = f"late{os.getpid()}-{round_no}"  # status counts of earlier runs stay in Redis
+        free = 20 + 2 * round_no  # nothing listens on these loopback ports either
+        late = {
+            "http_url": f"http://127.0.0.1:{free}",
+            "metrics_url": f"http://127.0.0.1:{free + 1}/m",
+        }
+        node_create(cluster=world["ghost"], actor=world["user"], name=name, **late)
+        time.sleep(5)
+        alive = proc.poll() is None
+        gate.open()
+        opened = time.monotonic()
+        _wait(lambda: errors(name) > 0, 60)
+        resumed = time.monotonic() - opened
+    finally:
+        gate.close()
+        _stop(proc)
+        _forget_scrape_errors("bench-ghost")
+    return {"collector_lived": alive, "resume_s": resumed}
+
+
+def _forget_scrape_errors(cluster: str) -> None:
+    """Drop the collector's error counts for `cluster`'s nodes (a bench leaves nothing)."""
+    import redis
+    from django.conf import settings
+
+    from telemetry import status
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    try:
+        for key in client.hkeys(status.ERRORS_KEY):
+            if key.decode().startswith(cluster + status.SEPARATOR):
+                client.hdel(status.ERRORS_KEY, key)
+    finally:
+        client.close()
+
+
+def busy_long_lane(world, work: Path) -> dict:
+    from benchmarks.models import BenchmarkRun
+    from benchmarks.services import benchmark_cancel, benchmark_create
+    from controlplane.queues import LONG, lane_queue
+    from releases.tasks import tick
+
+    base = os.environ["SWITCHYARD_CELERY_QUEUE"]
+    out = {}
+    for label, lanes in (("lanes", True), ("one queue", False)):
+        queues = [lane_queue(base, LONG)] if lanes else [base]
+        long_worker = _worker(work / "long.log", queues)
+        urgent = _worker(work / "urgent.log", [base + ".releases"]) if lanes else None
+        try:
+            target = None if lanes else base  # the "before": everything on one queue
+            run = benchmark_create(
+                version=world["bench_version"],
+                cluster=world["staging"],
+                concurrency=[1],
+                duration_s=20,
+                actor=world["user"],
+                enqueue=False,
+            )
+            from benchmarks.tasks import run_benchmark
+
+            run_benchmark.apply_async(args=[run.pk], queue=target)
+            row = BenchmarkRun.objects.filter(pk=run.pk)
+            _wait(lambda row=row: row.get().status == "running", 30)
+            started = time.monotonic()
+            result = tick.apply_async(args=[2_000_000_000], queue=target, ignore_result=False)
+            try:
+                result.get(timeout=40)
+                out[label] = time.monotonic() - started
+            except Exception:
+                out[label] = float("inf")
+            if not row.get().is_finished:  # with one queue the tick ran after it ended
+                benchmark_cancel(run=row.get(), actor=world["user"])
+            _wait(lambda row=row: row.get().is_finished, 60)
+        finally:
+            _stop(long_worker)
+            if urgent is not None:
+                _stop(urgent)
+    return out
+
+
+def _world(fleet, work: str, port: int):
+    from django.contrib.auth import get_user_model
+
+    from deployments.executor import deployment_run
+    from deployments.services import cluster_create, deployment_create, node_create
+    from models_registry.services import model_create, team_create
+    from tests.registry.archives import register_risk_score_as
+
+    user = get_user_model().objects.create(username="bench", is_superuser=True)
+    team_create(name="bench", actor=user)
+    staging = cluster_create(actor=user, name="bench-staging", environment="staging", router={})
+    router = {"driver": "nginx", "listen": f"127.0.0.1:{port}", "prefix_dir": f"{work}/router"}
+    prod = cluster_create(actor=user, name="bench-prod", environment="production", router=router)
+    a, b, c = fleet.nodes
+    for cluster, nodes in ((staging, [a]), (prod, [b, c])):
+        for node in nodes:
+            urls = {"http_url": node.http_url, "grpc_url": node.grpc_url}
+            node_create(cluster=cluster, actor=user, name=node.name, **urls)
+    ghosts = cluster_create(actor=user, name="bench-ghost", environment="staging", router={})
+    ghost = {"http_url": "http://127.0.0.1:9", "metrics_url": "http://127.0.0.1:11/metrics"}
+    node_create(cluster=ghosts, actor=user, name="ghost", **ghost)  # the collector's target
+    routed = model_create(name="bench_routed", team="bench", actor=user)
+    deployment = deployment_create(
+        cluster=prod, version=register_risk_score_as(routed, user, 1), actor=user
+    )
+    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+    bench_model = model_create(name="bench_lane", team="bench", actor=user)
+    return {
+        "user": user,
+        "staging": staging,
+        "prod": prod,
+        "ghost": ghosts,
+        "node": a,
+        "bench_version": register_risk_score_as(bench_model, user, 1),
+    }
+
+
+def _line(name: str, values: list[float], unit: str = "s") -> str:
+    shown = ", ".join(f"{v:.2f}" for v in values)
+    return f"{name}: [{shown}] {unit}, median {statistics.median(values):.2f} {unit}"
+
+
+def _report(rounds: list[dict]) -> None:
+    for key in ("push", "node", "db", "lane"):
+        print(f"-- {key}")
+        for i, r in enumerate(rounds, 1):
+            print(f"  round {i}: {r[key]}")
+    print(
+        _line("worker killed mid-push: kill -> finished", [r["push"]["recover_s"] for r in rounds])
+    )
+    print(f"  rows lost (goal 0): {sum(r['push']['rows_lost'] for r in rounds)}")
+    print(_line("node killed: kill -> out of the router", [r["node"]["dropped_s"] for r in rounds]))
+    print(f"  failed requests until dropped: {[r['node']['failed_until_drop'] for r in rounds]}")
+    print(
+        _line("node restarted empty: restart -> rejoined", [r["node"]["rejoin_s"] for r in rounds])
+    )
+    print(f"  failed while out (goal 0): {[r['node']['failed_while_out'] for r in rounds]}")
+    print(f"collector lived through refusals: {[r['db']['collector_lived'] for r in rounds]}")
+    print(
+        _line("database back -> collector reads its nodes", [r["db"]["resume_s"] for r in rounds])
+    )
+    print(_line("tick under a busy long lane, lanes", [r["lane"]["lanes"] for r in rounds]))
+    print(_line("tick under a busy long lane, one queue", [r["lane"]["one queue"] for r in rounds]))
+
+
+def main(rounds: int) -> None:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection
+
+    test_db = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    from integrations.triton.local import free_ports, start_cluster
+    from releases import routing
+
+    work = tempfile.mkdtemp()
+    settings.SWITCHYARD_WORK_LEASE_S = LEASE_S
+    settings.SWITCHYARD_ROUTER_DOWN_GRACE_S = 3.0
+    settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
+    os.environ["DATABASE_URL"] = (
+        f"postgres://{connection.settings_dict['USER']}@127.0.0.1:"
+        f"{connection.settings_dict.get('PORT') or 5432}/{connection.settings_dict['NAME']}"
+    )
+    print(f"lease {LEASE_S:g} s, router grace 3 s, sweeps and syncs every second")
+    try:
+        with start_cluster(3, Path(work)) as fleet:
+            settings.SWITCHYARD_STORAGE_ROOT = Path(work) / "artifacts"
+            settings.SWITCHYARD_REPOSITORY_ROOTS = settings.SWITCHYARD_ROUTER_ROOTS = [work]
+            (port,) = free_ports(1)
+            world = _world(fleet, work, port)
+            router = routing.router_for(world["prod"])
+            router.apply(routing.router_state(world["prod"], []))
+            results = []
+            try:
+                for i in range(rounds):
+                    results.append(
+                        {
+                            "push": push_kill(world, Path(work), i),
+                            "node": node_kill(world, fleet, port),
+                            "db": database_refused(world, Path(work), i),
+                            "lane": busy_long_lane(world, Path(work)),
+                        }
+                    )
+                    print(f"round {i + 1}: {results[-1]}", flush=True)
+            finally:
+                router.stop()
+            _report(results)
+    finally:
+        connection.creation.destroy_test_db(test_db, verbosity=0)
+        drop_queued_tasks()
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
