@@ -10,19 +10,23 @@ import pytest
 from deployments.executor import deployment_run
 from deployments.models import TritonNode
 from deployments.reconcile import cluster_reconcile
-from deployments.services import cluster_create, deployment_create, node_create
-from integrations.triton.local import free_ports, start_cluster
-from models_registry.services import model_create, team_create
+from deployments.services import deployment_create, node_create
+from integrations.triton.local import start_cluster
+from models_registry.services import model_create
 from releases import routing
 from releases.selectors import router_view
 from tests.registry.archives import register_risk_score_as
-from tests.releases.test_release_flow import Traffic
+from tests.releases.test_release_flow import (
+    Traffic,
+    release_world,  # noqa: F401 - fixture
+)
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
 
 
 @pytest.fixture(scope="module")
-def two_nodes(tmp_path_factory):
+def triton_cluster(tmp_path_factory):
+    """Two nodes of this module's own (release_world's nodes): one is killed and restarted."""
     cluster = start_cluster(2, tmp_path_factory.mktemp("membership"))
     try:
         yield cluster
@@ -31,42 +35,15 @@ def two_nodes(tmp_path_factory):
 
 
 @pytest.fixture
-def routed(two_nodes, settings, tmp_path, make_user):
-    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
-    settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
+def routed(release_world, triton_cluster, settings):  # noqa: F811
+    """release_world's nginx cluster with a model deployed on both nodes; a 3 s grace."""
     settings.SWITCHYARD_ROUTER_DOWN_GRACE_S = 3.0
-    rita, ada = make_user("rita", role="release-managers"), make_user("ada", role="algorithm")
-    team_create(name="fraud", actor=ada)
-    (port,) = free_ports(1)
-    cluster = cluster_create(
-        actor=rita,
-        name="members",
-        environment="production",
-        router={
-            "driver": "nginx",
-            "listen": f"127.0.0.1:{port}",
-            "url": f"http://127.0.0.1:{port}",
-            "prefix_dir": str(tmp_path / "router"),
-        },
-    )
-    for node in two_nodes.nodes:
-        node_create(
-            cluster=cluster,
-            actor=rita,
-            name=node.name,
-            http_url=node.http_url,
-            grpc_url=node.grpc_url,
-            metrics_url=node.metrics_url,
-        )
-    model = model_create(name="members_model", team="fraud", actor=ada)
-    version = register_risk_score_as(model, ada, 1)
-    deployment = deployment_create(cluster=cluster, version=version, actor=rita)
+    world = release_world
+    model = model_create(name="members_model", team="fraud", actor=world["ada"])
+    version = register_risk_score_as(model, world["ada"], 1)
+    deployment = deployment_create(cluster=world["cluster"], version=version, actor=world["rita"])
     assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
-    try:
-        yield {"cluster": cluster, "rita": rita, "port": port, "nodes": two_nodes}
-    finally:
-        routing.router_for(cluster).stop()
-        routing._DRIVERS.clear()
+    return world | {"fleet": triton_cluster}
 
 
 def _upstreams(cluster) -> list[str]:
@@ -74,7 +51,7 @@ def _upstreams(cluster) -> list[str]:
 
 
 def test_an_unusable_node_row_is_left_out_and_shown_without_stopping_the_router(routed):
-    cluster, (one, two) = routed["cluster"], routed["nodes"].nodes
+    cluster, (one, two) = routed["cluster"], routed["fleet"].nodes
     node_create(cluster=cluster, actor=routed["rita"], name="bad", http_url="http://127.0.0.1:7")
     # A row written before today's checks: an address nginx cannot send to.
     TritonNode.objects.filter(cluster=cluster, name="bad").update(http_url="https://127.0.0.1:7")
@@ -92,7 +69,7 @@ def test_an_unusable_node_row_is_left_out_and_shown_without_stopping_the_router(
 
 
 def test_a_killed_node_leaves_after_the_grace_and_rejoins_once_reloaded(routed):
-    cluster, nodes = routed["cluster"], routed["nodes"]
+    cluster, nodes = routed["cluster"], routed["fleet"]
     one, two = nodes.nodes
     routing.router_for(cluster).apply(routing.router_state(cluster, []))
     cluster_reconcile(cluster=cluster)  # both seen up now
