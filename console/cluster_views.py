@@ -95,12 +95,7 @@ def cluster_deploy(request, name):
     if version is None:
         messages.error(request, "Choose a model version to deploy.")
         return redirect("console:cluster-detail", name=name)
-    try:
-        deployment = deployment_create(cluster=cluster, version=version, actor=request.user)
-    except DeploymentError as exc:
-        messages.error(request, exc.message)
-        return redirect("console:cluster-detail", name=name)
-    return redirect("console:deployment-detail", deployment_id=deployment.pk)
+    return _deployment_started(request, name, cluster=cluster, version=version)
 
 
 @login_required
@@ -110,10 +105,14 @@ def cluster_unload(request, name, model):
     found = Model.objects.filter(name=model).first()
     if found is None:
         raise Http404(f"No model named '{model}'.")
+    return _deployment_started(request, name, cluster=cluster, version=None, model=found)
+
+
+def _deployment_started(request, name: str, **create):
+    """Record a deployment (or an unload) and show it; a refusal goes back to the cluster
+    page in words."""
     try:
-        deployment = deployment_create(
-            cluster=cluster, version=None, model=found, actor=request.user
-        )
+        deployment = deployment_create(actor=request.user, **create)
     except DeploymentError as exc:
         messages.error(request, exc.message)
         return redirect("console:cluster-detail", name=name)
