@@ -15,7 +15,7 @@ demo: migrate
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=30
 
 setup: system $(VENV)/.installed node_modules/.installed
 
