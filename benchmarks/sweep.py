@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
-from django.utils import timezone
-
 from benchmarks.models import BenchmarkRun
 from benchmarks.services import temp_name_prefix
 from deployments import leases
@@ -22,34 +19,20 @@ log = logging.getLogger(__name__)
 
 
 def benchmarks_lost_sweep() -> list[int]:
-    """Finish every RUNNING benchmark whose lease ran out; the ids finished."""
+    """Finish every RUNNING benchmark whose lease ran out, then unload its temporary
+    models (outside the transaction); the ids finished."""
     running = BenchmarkRun.objects.filter(status=BenchmarkRun.Status.RUNNING)
-    finished = []
-    for pk in leases.lost(running).values_list("pk", flat=True):
-        run = _finish_lost(pk)
-        if run is not None:
-            finished.append(pk)
-            _unload_leftovers(run)
-    return finished
+    finished = leases.sweep_lost(running, _finish_lost, related=("version__model", "node"))
+    for run in finished:
+        log.warning("benchmark %s finished as failed: its worker was lost", run.pk)
+        _unload_leftovers(run)
+    return [run.pk for run in finished]
 
 
-def _finish_lost(pk: int) -> BenchmarkRun | None:
-    now = timezone.now()
-    with transaction.atomic():
-        run = (
-            BenchmarkRun.objects.select_for_update(of=("self",), skip_locked=True)
-            .select_related("version__model", "node__cluster")
-            .filter(pk=pk)
-            .first()
-        )
-        rows = BenchmarkRun.objects.filter(pk=pk, status=BenchmarkRun.Status.RUNNING)
-        if run is None or not leases.lost(rows).exists():
-            return None
-        run.status, run.finished_at = BenchmarkRun.Status.FAILED, now
-        run.error = f"{leases.lost_reason(run, now=now)} Finished levels are kept."
-        run.save(update_fields=["status", "finished_at", "error"])
-    log.warning("benchmark %s finished as failed: its worker was lost", pk)
-    return run
+def _finish_lost(run: BenchmarkRun, now) -> None:
+    run.status, run.finished_at = BenchmarkRun.Status.FAILED, now
+    run.error = f"{leases.lost_reason(run, now=now)} Finished levels are kept."
+    run.save(update_fields=["status", "finished_at", "error"])
 
 
 def _unload_leftovers(run: BenchmarkRun) -> list[str]:

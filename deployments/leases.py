@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -61,6 +61,28 @@ def lost(rows: QuerySet, *, now: datetime | None = None) -> QuerySet:
     return rows.filter(
         Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
     )
+
+
+def sweep_lost(rows: QuerySet, finish: Callable, *, related: tuple[str, ...] = ()) -> list:
+    """Finish every row of `rows` (the RUNNING ones) whose lease ran out, each by
+    `finish(row, now)` in a transaction of its own under the row's lock, re-checked once
+    locked (a worker that beat again, or a second sweep holding the row, leaves it); the
+    rows finished."""
+    done = []
+    for pk in lost(rows).values_list("pk", flat=True):
+        now = timezone.now()
+        with transaction.atomic():
+            row = (
+                rows.select_for_update(of=("self",), skip_locked=True)
+                .select_related(*related)
+                .filter(pk=pk)
+                .first()
+            )
+            if row is None or not lost(rows.filter(pk=pk), now=now).exists():
+                continue
+            finish(row, now)
+        done.append(row)
+    return done
 
 
 def lost_reason(row, *, now: datetime | None = None) -> str:
