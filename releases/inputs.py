@@ -42,7 +42,13 @@ class AnalysisSettings:
     fast_guard_min_requests: int = 10
     fast_guard_error_floor: float = 0.05
     fast_guard_z: float = 2.58
+    # A node out of service while the candidate takes traffic: "hold" the weight until every
+    # node serves it again (bounded by the progress deadline), or "rollback" at once.
+    on_node_loss: str = "hold"
 
+
+# key -> the words it takes
+ANALYSIS_CHOICES: dict[str, tuple[str, ...]] = {"on_node_loss": ("hold", "rollback")}
 
 # key -> (type, lowest, highest)
 ANALYSIS_RANGES: dict[str, tuple[type, float, float]] = {
@@ -79,8 +85,18 @@ def parse_analysis(data: Any) -> AnalysisSettings:
     for key, value in data.items():
         if key not in known:
             raise ReleaseInputError("Unknown analysis setting.", f"analysis.{key}")
-        values[key] = number(value, *ANALYSIS_RANGES[key], f"analysis.{key}")
+        if key in ANALYSIS_CHOICES:
+            values[key] = choice(value, ANALYSIS_CHOICES[key], f"analysis.{key}")
+        else:
+            values[key] = number(value, *ANALYSIS_RANGES[key], f"analysis.{key}")
     return AnalysisSettings(**values)
+
+
+def choice(value: Any, words: tuple[str, ...], field: str) -> str:
+    """`value` when it is one of `words`; ReleaseInputError else."""
+    if not isinstance(value, str) or value not in words:
+        raise ReleaseInputError(f"Must be one of: {', '.join(words)}.", field)
+    return value
 
 
 def parse_steps(strategy: str, steps: Any, manual_gates: Any) -> list[dict]:

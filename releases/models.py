@@ -132,6 +132,7 @@ class Release(models.Model):
             progress_deadline_s=self.progress_deadline_s,
             drain_s=self.drain_s,
             strategy=self.strategy,
+            on_node_loss=analysis.on_node_loss,
         )
 
     def state(self) -> State:

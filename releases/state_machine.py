@@ -85,6 +85,9 @@ class Spec:
     progress_deadline_s: float
     drain_s: float
     strategy: Literal["canary", "blue_green"] = "canary"
+    # A node that stops serving the candidate mid-release: hold the weight until every node
+    # serves it again (the progress deadline still bounds the hold), or roll back at once.
+    on_node_loss: Literal["hold", "rollback"] = "hold"
 
     def __post_init__(self) -> None:
         weights = [s.weight for s in self.steps]
@@ -98,6 +101,8 @@ class Spec:
             raise ValueError("min_requests, max_failed_checks and latency_tolerance must be >= 1")
         if self.progress_deadline_s <= max(self.step_interval_s, self.drain_s):
             raise ValueError("progress_deadline_s must exceed step_interval_s and drain_s")
+        if self.on_node_loss not in ("hold", "rollback"):
+            raise ValueError("on_node_loss is hold or rollback")
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,9 @@ class Observation:
     baseline_drained: bool = False  # in-flight requests on the baseline are done
     candidate_unloaded: bool = False
     in_flight_done: bool = False  # in-flight requests on the candidate are done
+    # Nodes of the cluster that do not serve the candidate READY now (not answering, or
+    # answering without it: restarted empty and not yet loaded again).
+    nodes_out: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in (None, "pass", "fail", "inconclusive"):
@@ -220,7 +228,11 @@ def _decide(spec: Spec, state: State, obs: Observation) -> Decision:
         return _move(state, obs, P.ROLLING_BACK, f"fast guard: {obs.fast_guard_reason}{ignored}")
     if obs.action is not None:
         return _apply_action(spec, state, obs)
-    return _deadline(spec, state, obs) or _HANDLERS[state.phase](spec, state, obs)
+    return (
+        _deadline(spec, state, obs)
+        or _node_loss(spec, state, obs)
+        or _HANDLERS[state.phase](spec, state, obs)
+    )
 
 
 def _reject(state: State, obs: Observation, why: str) -> Decision:
@@ -259,6 +271,34 @@ def _deadline(spec: Spec, state: State, obs: Observation) -> Decision | None:
         return _move(state, obs, P.FAILED, f"{stuck}; the rollback did not complete")
     held = f"; candidate had {_pct(state.candidate_weight)}, rolling back"
     return _move(state, obs, P.ROLLING_BACK, stuck + held)
+
+
+HOLDING = "holding at "
+NODE_LOSS_PHASES = frozenset({P.PROGRESSING, P.WAITING_APPROVAL})
+
+
+def _node_loss(spec: Spec, state: State, obs: Observation) -> Decision | None:
+    """A node out of service while the candidate takes traffic: roll back, or hold the weight
+    (verdicts of the hold are not counted) and resume once every node serves it again."""
+    if state.phase not in NODE_LOSS_PHASES:
+        return None
+    at = _pct(state.candidate_weight)
+    if not obs.nodes_out:
+        if not state.reason.startswith(HOLDING):
+            return None
+        why = f"every node serves the candidate again; resuming at {at}"
+        resumed = replace(state, reason=why)
+        return _stay(resumed, obs, "next analysis interval", events=(Event("check", why),))
+    names = ", ".join(obs.nodes_out)
+    out = f"node(s) {names} not serving the candidate at {at}"
+    if spec.on_node_loss == "rollback":
+        return _move(state, obs, P.ROLLING_BACK, f"{out} (on_node_loss: rollback)")
+    why = f"{HOLDING}{at}: {out}; resumes when every node serves it again"
+    events = () if state.reason == why else (Event("check", why, {"nodes_out": names}),)
+    held = replace(state, reason=why)
+    if obs.verdict_at is not None and obs.verdict_at > (held.checked_until or 0.0):
+        held = replace(held, checked_until=obs.verdict_at)  # an interval of the hold: not counted
+    return _stay(held, obs, "every node serving the candidate", events=events)
 
 
 def _pending(spec: Spec, state: State, obs: Observation) -> Decision:

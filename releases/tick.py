@@ -123,6 +123,7 @@ def _observe(release: Release, views: dict) -> dict:
         "baseline_drained": observe.pending_requests(views, release.baseline.version) == 0,
         "in_flight_done": observe.pending_requests(views, release.candidate.version) == 0,
         "candidate_unloaded": bool(live) and not any(v.candidate_loaded for v in live),
+        "nodes_out": tuple(sorted(n for n, v in views.items() if not v.candidate_ready)),
     }
     if release.pending_action:
         fields.update(

@@ -398,3 +398,40 @@ def test_spec_rejects_inconsistent_settings(kw: dict) -> None:
 def test_observation_requires_the_interval_end_of_a_verdict() -> None:
     with pytest.raises(ValueError):
         Observation(now=1, verdict="pass")
+
+
+def test_node_loss_holds_the_weight_says_why_once_and_counts_no_verdict_of_the_hold() -> None:
+    out = passed(now=40, nodes_out=("n2",))
+    decision = decide(SPEC, st(), out)
+    assert decision.state.phase is P.PROGRESSING and decision.state.candidate_weight == 25.0
+    assert decision.state.reason.startswith("holding at 25%: node(s) n2 not serving")
+    assert [e.kind for e in decision.events] == ["check"]
+    assert decision.effects[:2] == (SetWeights(25.0), BOTH)
+    assert decision.state.checked_until == 40  # the hold's verdict is spent, never counted
+    again = decide(SPEC, decision.state, passed(now=41, nodes_out=("n2",)))
+    assert again.events == () and again.state.step_index == 1  # said once; no step taken
+    back = decide(SPEC, again.state, passed(now=42))
+    assert back.state.phase is P.PROGRESSING and back.state.step_index == 1
+    assert "resuming at 25%" in back.state.reason and back.events[0].kind == "check"
+    advanced = decide(SPEC, back.state, passed(now=43))
+    assert advanced.state.step_index == 2 or advanced.state.phase is P.WAITING_APPROVAL
+
+
+def test_node_loss_rolls_back_when_so_configured() -> None:
+    spec = replace(SPEC, on_node_loss="rollback")
+    decision = decide(spec, st(), ob(router_applied_weight=25, nodes_out=("n1", "n2")))
+    assert decision.state.phase is P.ROLLING_BACK
+    assert "n1, n2 not serving the candidate at 25% (on_node_loss: rollback)" in (
+        decision.state.reason
+    )
+
+
+def test_node_loss_is_bounded_by_the_progress_deadline() -> None:
+    held = decide(SPEC, st(), ob(router_applied_weight=25, nodes_out=("n2",))).state
+    late = decide(SPEC, held, ob(now=400, router_applied_weight=25, nodes_out=("n2",)))
+    assert late.state.phase is P.ROLLING_BACK and "no progress" in late.state.reason
+
+
+def test_node_loss_outside_a_step_changes_nothing() -> None:
+    loading = decide(SPEC, st(P.LOADING), ob(router_applied_weight=0, nodes_out=("n2",)))
+    assert loading.state.phase is P.LOADING  # the candidate is still loading: not a loss
