@@ -14,6 +14,10 @@ requests and the rows lost, every round printed.
 4. the long lane busy with a benchmark: seconds from queueing a release tick to its end on
    the releases lane (the tick goal is within a second), beside the same with one shared
    queue and worker that the benchmark holds (the issue's "before").
+5. a Triton node SIGKILLed while a release holds 20% (on_node_loss: hold), restarted after
+   3 s: seconds from the kill to the release saying it holds, from the restart to it going
+   on (reconcile reloads the node, the router takes it back), failed client requests, and
+   the release's end (goal SUCCEEDED, 0 failed requests once the node is back).
 
 Usage: .venv/bin/python bench/faults.py [rounds]
 """
@@ -142,6 +146,74 @@ def node_kill(world, fleet, port: int) -> dict:
         "failed_while_out": failed_while_out,
         "ok": traffic.ok,
     }
+
+
+def node_loss_at_20(world, fleet, port: int, round_no: int) -> dict:
+    from deployments.reconcile import cluster_reconcile
+    from models_registry.services import model_create
+    from releases import routing
+    from releases.models import Release
+    from releases.services import release_create
+    from releases.tick import release_tick
+    from tests.registry.archives import register_risk_score_as
+    from tests.releases.test_release_flow import Traffic
+
+    cluster, two, user = world["prod"], fleet.nodes[2], world["user"]
+    model = model_create(name=f"bench_loss{round_no}", team="bench", actor=user)
+    _deployed(cluster, register_risk_score_as(model, user, 1), user)
+    routing.router_for(cluster).apply(routing.router_state(cluster, []))
+    candidate = register_risk_score_as(model, user, 2)
+    release = release_create(
+        cluster=cluster,
+        candidate=candidate,
+        actor=user,
+        steps=[20, 100],
+        step_interval_s=2,
+        analysis={"min_requests": 10, "latency_tolerance": 5},
+        drain_s=0.5,
+        progress_deadline_s=120,
+    )
+
+    def beat(done) -> Release:  # what beat queues, in this process, until `done`
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            release_tick(release_id=release.pk, inline_loads=True)
+            cluster_reconcile(cluster=cluster)
+            routing.router_sync(cluster)
+            row = Release.objects.get(pk=release.pk)
+            if done(row):
+                return row
+            time.sleep(0.3)
+        raise RuntimeError(f"release {row.phase}: {row.reason}")
+
+    with Traffic(port, model.name) as traffic:
+        beat(lambda r: r.phase == "PROGRESSING" and r.router_weight == 20.0)
+        fleet.kill(two)
+        killed = time.monotonic()
+        beat(lambda r: r.reason.startswith("holding at 20%"))
+        hold_s = time.monotonic() - killed
+        time.sleep(3)
+        fleet.restart(two)
+        restarted, failed_at_restart = time.monotonic(), traffic.failed
+        beat(lambda r: "resuming at 20%" in r.reason or r.step_index > 0 or not r.is_active)
+        resume_s = time.monotonic() - restarted
+        ended = beat(lambda r: not r.is_active)
+    return {
+        "hold_s": hold_s,
+        "resume_s": resume_s,
+        "failed": traffic.failed,
+        "failed_after_restart": traffic.failed - failed_at_restart,
+        "ok": traffic.ok,
+        "phase": ended.phase,
+    }
+
+
+def _deployed(cluster, version, user) -> None:
+    from deployments.executor import deployment_run
+    from deployments.services import deployment_create
+
+    deployment = deployment_create(cluster=cluster, version=version, actor=user)
+    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
 
 
 def database_refused(world, work: Path, round_no: int) -> dict:
@@ -299,7 +371,7 @@ def _line(name: str, values: list[float], unit: str = "s") -> str:
 
 
 def _report(rounds: list[dict]) -> None:
-    for key in ("push", "node", "db", "lane"):
+    for key in ("push", "node", "db", "lane", "loss"):
         print(f"-- {key}")
         for i, r in enumerate(rounds, 1):
             print(f"  round {i}: {r[key]}")
@@ -319,6 +391,13 @@ def _report(rounds: list[dict]) -> None:
     )
     print(_line("tick under a busy long lane, lanes", [r["lane"]["lanes"] for r in rounds]))
     print(_line("tick under a busy long lane, one queue", [r["lane"]["one queue"] for r in rounds]))
+    loss = [r["loss"] for r in rounds]
+    print(_line("node killed at 20%: kill -> release holds", [x["hold_s"] for x in loss]))
+    print(_line("node restarted: restart -> release goes on", [x["resume_s"] for x in loss]))
+    print(
+        f"  failed requests: {[x['failed'] for x in loss]}, once back (goal 0): "
+        f"{[x['failed_after_restart'] for x in loss]}; ends {[x['phase'] for x in loss]}"
+    )
 
 
 def main(rounds: int) -> None:
@@ -358,6 +437,7 @@ def main(rounds: int) -> None:
                             "node": node_kill(world, fleet, port),
                             "db": database_refused(world, Path(work), i),
                             "lane": busy_long_lane(world, Path(work)),
+                            "loss": node_loss_at_20(world, fleet, port, i),
                         }
                     )
                     print(f"round {i + 1}: {results[-1]}", flush=True)

@@ -11,12 +11,17 @@ Prints, measured in this one run:
    (goal at most 1).
 The clients run in a process of their own: 4 keep-alive connections in a closed loop (about
 300 req/s on 2 cores), or each on a fixed schedule with BENCH_RATE=<req/s>.
+Ticks: in this process every TICK_S (the loads they start run inline), or with
+BENCH_TICKS=worker as production runs them: a real Celery beat queueing `releases.tick_active`
+every second, a worker on the releases lane (2 slots, nice 10, as `make demo` starts it) and
+one on the fleet lane (the serving-set loads, reconcile, router sync).
 Usage: .venv/bin/python bench/release_flow.py [upload|filesystem]
 """
 
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -34,6 +39,7 @@ TICK_S = float(os.environ.get("BENCH_TICK_S", 1.0))  # celery beat ticks active 
 # the worker at nice 10 (demo/management/commands/demo_run.py), and so does the bench's
 # ticker; 0 to compare.
 TICK_NICE = int(os.environ.get("BENCH_TICK_NICE", 10))
+TICKS_BY = os.environ.get("BENCH_TICKS", "inprocess")  # or "worker": real beat and workers
 # A p99 over ~6000 requests moves with scheduling hiccups: on the 2-core VM the p99 of 5 s
 # windows of steady traffic varies by up to 1.3x with nothing else happening. Median of runs.
 GOOD_RUNS = int(os.environ.get("BENCH_GOOD_RUNS", 5))
@@ -138,7 +144,7 @@ def _ticks(release_id: int, phases: set[str], done: threading.Event, last: list)
     try:
         while not done.is_set():
             start = time.time()
-            release = release_tick(release_id=release_id)
+            release = release_tick(release_id=release_id, inline_loads=True)
             TICKS.append((start, time.time()))
             if release is not None:
                 last[:] = [release]
@@ -147,6 +153,68 @@ def _ticks(release_id: int, phases: set[str], done: threading.Event, last: list)
             done.wait(TICK_S)
     finally:
         connection.close()
+
+
+def _celery_processes(work: str, database_url: str) -> list[subprocess.Popen]:
+    """Beat and a worker per lane the release needs, on this run's database and queue; each
+    logs to <work>/<name>.log. Returns once both workers answer a ping."""
+    from controlplane.celery import app
+    from controlplane.queues import FLEET, RELEASES, lane_queue
+
+    base = app.conf.task_default_queue
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "SWITCHYARD_STORAGE_ROOT": f"{work}/artifacts",
+        "SWITCHYARD_REPOSITORY_ROOTS": work,
+        "SWITCHYARD_ROUTER_ROOTS": work,
+        "SWITCHYARD_DEPLOY_DRAIN_S": "0.2",
+    }
+    celery = [sys.executable, "-m", "celery", "-A", "controlplane"]
+    nice = ["nice", "-n", str(TICK_NICE)]
+    names = {
+        "worker-releases": [*nice, *celery, "worker", "--concurrency=2"],
+        "worker": [*nice, *celery, "worker", "--concurrency=2"],
+        "beat": [*nice, *celery, "beat", f"--schedule={work}/celerybeat-schedule"],
+    }
+    lanes = {"worker-releases": RELEASES, "worker": FLEET}
+    procs = []
+    for name, args in names.items():
+        if name in lanes:
+            hostname = f"bench-{name}-{os.getpid()}@localhost"
+            args += [f"--queues={lane_queue(base, lanes[name])}", f"--hostname={hostname}"]
+        with open(f"{work}/{name}.log", "wb") as out:
+            procs.append(
+                subprocess.Popen(
+                    [*args, "--loglevel=INFO"],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        answered = app.control.ping(timeout=1.0) or []
+        if sum(1 for r in answered for host in r if host.startswith("bench-")) >= 2:
+            return procs
+    _stop(procs)
+    raise SystemExit(f"the bench's workers did not start; see {work}/*.log")
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    import signal
+
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
 
 
 def main() -> None:
@@ -203,6 +271,8 @@ def main() -> None:
                 )
             world = {"cluster": cluster, "ada": user, "rita": user}
             sla = {"p99_latency_ms": 500, "min_success_rate": 99.0}
+            url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + f"/{test_db}"
+            procs = _celery_processes(work, url) if TICKS_BY == "worker" else []
             try:
                 good = [
                     _good(world, port, sla, release_create, Release, _model_with_baseline, i)
@@ -225,6 +295,7 @@ def main() -> None:
                     f"failed / expected {ratio:.2f} (goal <= 1)"
                 )
             finally:
+                _stop(procs)
                 routing.router_for(cluster).stop()
     finally:
         connection.creation.destroy_test_db(test_db, verbosity=0)
@@ -233,6 +304,14 @@ def main() -> None:
 
 
 def _run(release, phases, Release, timeout=120.0):
+    if TICKS_BY == "worker":  # beat and the workers tick it: watch the row
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            release = Release.objects.get(pk=release.pk)
+            if release.phase in phases:
+                return release
+            time.sleep(0.2)
+        raise SystemExit(f"release stuck in {release.phase}: {release.reason}")
     done, last = threading.Event(), [release]
     TICKS.clear()
     ticker = threading.Thread(target=_ticks, args=(release.pk, phases, done, last), daemon=True)
@@ -334,5 +413,5 @@ def _bad(world, port, sla, release_create, Release, setup, run: int) -> tuple[fl
 
 if __name__ == "__main__":
     MODE = sys.argv[1] if len(sys.argv) > 1 else "upload"
-    print(f"push mode: {MODE}")
+    print(f"push mode: {MODE}; ticks: {TICKS_BY}")
     main()

@@ -1,4 +1,4 @@
-"""System health: the database, Redis and at least one Celery worker, each with a reason."""
+"""System health: the database, Redis and a Celery worker on every lane, each with a reason."""
 
 from dataclasses import asdict, dataclass
 
@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import connection
 
 from controlplane.celery import app as celery_app
+from controlplane.queues import LANES, lane_queue
 
 
 @dataclass(frozen=True)
@@ -38,17 +39,31 @@ def check_redis() -> Check:
 
 
 def check_worker(*, redis_ok: bool = True) -> Check:
+    """Every lane (controlplane/queues.py) served by at least one worker that answers: a lane
+    nobody serves never runs its tasks (release ticks, pushes, benchmarks)."""
     if not redis_ok:
         return Check("worker", False, "Cannot ask Celery workers: the broker (Redis) is down")
     timeout = settings.HEALTH_WORKER_PING_TIMEOUT_S
     try:
-        replies = celery_app.control.ping(timeout=timeout)
+        replies = celery_app.control.inspect(timeout=timeout).active_queues() or {}
     except Exception as exc:  # broker errors surface as many types
         return Check("worker", False, f"Celery ping failed: {exc}")
-    names = sorted(name for reply in replies for name in reply)
-    if not names:
+    if not replies:
         return Check("worker", False, f"No Celery worker answered within {timeout:g} s")
-    return Check("worker", True, f"{len(names)} worker(s): {', '.join(names)}")
+    base = celery_app.conf.task_default_queue
+    served = {
+        lane: sorted(
+            worker
+            for worker, queues in replies.items()
+            if lane_queue(base, lane) in {q.get("name") for q in queues or []}
+        )
+        for lane in LANES
+    }
+    detail = "; ".join(f"{lane} lane: {', '.join(w) or 'none'}" for lane, w in served.items())
+    missing = [f"{lane} ({lane_queue(base, lane)})" for lane, w in served.items() if not w]
+    if missing:
+        return Check("worker", False, f"No worker serves the {', '.join(missing)} lane; {detail}")
+    return Check("worker", True, f"{len(replies)} worker(s); {detail}")
 
 
 def system_health() -> dict:

@@ -23,7 +23,7 @@ class LoadFailed(Exception):
     def __init__(self, failures: dict[str, str], *, what: str = ""):
         self.failures, self.what = failures, what or f"failed on {len(failures)} node(s)"
         listed = "; ".join(f"{name}: {error}" for name, error in failures.items())
-        super().__init__(f"{self.what}: {listed}")
+        super().__init__(f"{self.what}: {listed}" if listed else self.what)
 
 
 def serving_plan(

@@ -5,22 +5,14 @@ then the serving set on every node, then the alias. The first effect that fails 
 list; it is recorded as an event and the next tick tries again.
 """
 
-from django.db import transaction
-
 from deployments.push import CorruptArtifact
-from deployments.services import serving_state_set
-from deployments.serving import LoadFailed, serving_set_apply
+from deployments.serving import LoadFailed
 from integrations.routers import RouterError
 from models_registry.services import alias_set
+from releases.loads import LoadPending, serving_load_step
 from releases.models import Release, ReleaseEvent
 from releases.routing import route_for, router_changing, router_for, router_state
 from releases.state_machine import TERMINAL, LoadServingSet, MoveAlias, SetWeights
-
-SERVING = {
-    "baseline+candidate": ("baseline", "candidate"),
-    "candidate": ("candidate",),
-    "baseline": ("baseline",),
-}
 
 
 def _routes(release: Release, weight: float | None, live=None) -> list:
@@ -69,22 +61,23 @@ def set_weights(release: Release, weight: float | None) -> None:
     release.router_weight = weight
 
 
-def load_serving(release: Release, which: str) -> None:
-    """Make exactly these versions loaded on every node (and the desired state say so);
-    LoadFailed naming the nodes that did not load them."""
-    versions = [getattr(release, role) for role in SERVING[which]]
-    warm = release.candidate.version if "candidate" in SERVING[which] else None
-    with transaction.atomic():
-        serving_state_set(cluster=release.cluster, model=release.model, versions=versions)
+def load_serving(release: Release, which: str, *, inline: bool) -> bool:
+    """Make exactly these versions loaded on every node (desired state first), by a load on
+    the fleet lane that this tick starts or observes (releases/loads.py); True once done,
+    False while it runs; LoadFailed naming the nodes that did not load them."""
     try:
-        serving_set_apply(cluster=release.cluster, versions=versions, warm_version=warm)
-    except LoadFailed as exc:
-        count = len(exc.failures)
-        raise LoadFailed(exc.failures, what=f"loading {which} failed on {count} node(s)") from None
+        serving_load_step(release, which, inline=inline)
+    except LoadPending:
+        return False
     release.applied_serving = which
+    return True
 
 
-def _one(release: Release, effect) -> str | None:
+class Pending(Exception):
+    """An effect still under way (a load on the fleet lane): the effects after it wait."""
+
+
+def _one(release: Release, effect, *, inline: bool) -> str | None:
     """Apply one effect; returns a message when it did something worth an event."""
     if isinstance(effect, SetWeights):
         if release.router_weight != effect.candidate:
@@ -92,7 +85,8 @@ def _one(release: Release, effect) -> str | None:
             return f"router: {effect.candidate:g}% to v{release.candidate.version}"
     elif isinstance(effect, LoadServingSet):
         if release.applied_serving != effect.versions:
-            load_serving(release, effect.versions)
+            if not load_serving(release, effect.versions, inline=inline):
+                raise Pending(effect.versions)
             return f"serving set on every node: {effect.versions}"
     elif isinstance(effect, MoveAlias):
         alias = release.model.aliases.filter(name=effect.alias).first()
@@ -108,12 +102,16 @@ def _one(release: Release, effect) -> str | None:
     return None
 
 
-def apply_all(release: Release, decision) -> list[ReleaseEvent]:
-    """Apply the decision's effects in order; events for what changed or failed."""
+def apply_all(release: Release, decision, *, inline_loads: bool = False) -> list[ReleaseEvent]:
+    """Apply the decision's effects in order; events for what changed or failed. A load
+    still running stops the list quietly (the next tick observes it). A terminal phase's
+    set (it only unloads what the release no longer serves: the release is not ticked
+    again) and `inline_loads` load in this thread."""
     done = []
+    inline = inline_loads or decision.state.phase in TERMINAL
     try:
         for effect in decision.effects:
-            message = _one(release, effect)
+            message = _one(release, effect, inline=inline)
             if message:
                 done.append(_event(release, decision, "effect", message))
         if decision.state.phase in TERMINAL and release.router_weight is not None:
@@ -125,6 +123,8 @@ def apply_all(release: Release, decision) -> list[ReleaseEvent]:
         done.append(_event(release, decision, "effect_failed", str(exc)))
     except (RouterError, CorruptArtifact) as exc:
         done.append(_event(release, decision, "effect_failed", str(exc)))
+    except Pending:
+        pass  # a load on the fleet lane: observed by the next tick
     return done
 
 

@@ -179,3 +179,32 @@ class ReleaseEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.release_id} {self.kind}: {self.message}"
+
+
+class ServingLoad(models.Model):
+    """One load of a release's serving set, run on the fleet lane (`releases.serving_load`):
+    a load can take minutes, so the tick only starts it and observes it (releases/loads.py).
+    The task holds a lease on the row; a tick that finds it lost finishes it as failed."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="loads")
+    which = models.CharField(max_length=30)  # "baseline+candidate", "candidate", "baseline"
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField()  # last sent to the fleet lane
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    seen_at = models.DateTimeField(null=True, blank=True)  # a tick took its outcome
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"release {self.release_id} load {self.which}: {self.status}"

@@ -7,6 +7,7 @@ from django.conf import settings
 
 from deployments.models import TritonCluster
 from integrations.routers import RouterError
+from releases.loads import load_run
 from releases.models import Release
 from releases.routing import router_sync
 from releases.state_machine import TERMINAL
@@ -20,6 +21,20 @@ def tick(release_id: int) -> None:
     """One tick of one release (skipped when another tick holds it); a failure is recorded on
     that release and never raised."""
     release_tick_isolated(release_id=release_id)
+
+
+@shared_task(
+    name="releases.serving_load",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=600,
+    time_limit=660,
+    ignore_result=True,
+)
+def serving_load(load_id: int) -> str:
+    """Load a release's serving set on every node (fleet lane; the tick observes the row).
+    Claimed once: a redelivered or resent message finds it taken and does nothing."""
+    return load_run(load_id=load_id)
 
 
 @shared_task(name="releases.tick_active", soft_time_limit=10, time_limit=20, ignore_result=True)

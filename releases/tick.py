@@ -30,9 +30,10 @@ from releases.state_machine import GUARDED, TERMINAL, Observation, Phase, decide
 log = logging.getLogger(__name__)
 
 
-def release_tick(*, release_id: int) -> Release | None:
+def release_tick(*, release_id: int, inline_loads: bool = False) -> Release | None:
     """One tick; returns the release, or None when another tick holds it (or the release no
-    longer exists: a queued tick may outlive it)."""
+    longer exists: a queued tick may outlive it). A serving-set load the tick starts runs on
+    the fleet lane; `inline_loads` runs it in this thread (ticks driven in-process)."""
     with locks.advisory_lock(locks.RELEASE_TICK, release_id) as taken:
         if not taken:
             return None
@@ -44,7 +45,11 @@ def release_tick(*, release_id: int) -> Release | None:
         views = observe.nodes_view(release.cluster, release.model.name, release.candidate.version)
         obs = Observation(now=now, **_observe(release, views), **_judge(release, views, now))
         decision = decide(release.spec(), release.state(), obs)
-        applied = effects.apply_all(release, decision) if not decision.rejected else []
+        applied = (
+            effects.apply_all(release, decision, inline_loads=inline_loads)
+            if not decision.rejected
+            else []
+        )
         return _save(release, before, decision, obs, applied)
 
 
@@ -114,9 +119,11 @@ def _observe(release: Release, views: dict) -> dict:
     """The fleet's facts the state machine reads, and a waiting human action."""
     live = [v for v in views.values() if v.live]
     fields = {
+        # READY on every node, and the load that put it there (its warm-up included) done.
         "candidate_ready": bool(live)
         and len(live) == len(views)
-        and all(v.candidate_ready for v in live),
+        and all(v.candidate_ready for v in live)
+        and (release.phase != "LOADING" or release.applied_serving == "baseline+candidate"),
         "load_failed": bool(release.load_error),
         "load_error": release.load_error,
         "router_applied_weight": release.router_weight,

@@ -30,7 +30,7 @@ class Ticker(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stop.is_set():
-                release_tick(release_id=self.release_id)
+                release_tick(release_id=self.release_id, inline_loads=True)
                 time.sleep(0.5)
         finally:
             connection.close()

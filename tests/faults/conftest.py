@@ -28,9 +28,11 @@ def fault_node(tmp_path_factory):
         cluster.stop()
 
 
-def slow_entries(model: str) -> list[tuple[str, bytes]]:
-    """risk_score v1 named `model`, whose initialize() first sleeps SLOW_LOAD_S seconds."""
-    entries = example_entries("risk_score", 1)
+def slow_entries(
+    model: str, seconds: float = SLOW_LOAD_S, variant: int = 1
+) -> list[tuple[str, bytes]]:
+    """risk_score `variant` named `model`, whose initialize() first sleeps `seconds`."""
+    entries = example_entries("risk_score", variant)
     config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model}"'.encode())
     out = [("config.pbtxt", config)]
     for name, data in entries[1:]:
@@ -38,7 +40,7 @@ def slow_entries(model: str) -> list[tuple[str, bytes]]:
             data = data.replace(
                 b"    def initialize(self, args):\n",
                 b"    def initialize(self, args):\n"
-                + f"        import time\n\n        time.sleep({SLOW_LOAD_S})\n".encode(),
+                + f"        import time\n\n        time.sleep({seconds})\n".encode(),
             )
             assert b"time.sleep" in data
         out.append((name, data))

@@ -1,21 +1,46 @@
-"""/healthz reports PostgreSQL, Redis and a Celery worker, and a stopped worker as unhealthy."""
+"""/healthz reports PostgreSQL, Redis and a Celery worker on every lane, and a stopped worker
+or a lane nobody serves as unhealthy."""
+
+import uuid
 
 import pytest
+
+from controlplane.queues import RELEASES, lane_queue
+from tests.conftest import start_celery_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_healthz_is_ok_with_a_worker_and_unhealthy_once_it_stops(client, celery_worker, make_user):
-    client.force_login(make_user("hana"))
-    response = client.get("/healthz")
-    assert response.status_code == 200, response.json()
-    body = response.json()
-    assert body["status"] == "ok"
-    assert body["checks"]["database"]["is_ok"] is True
-    assert body["checks"]["redis"]["is_ok"] is True
-    assert celery_worker.hostname in body["checks"]["worker"]["detail"]
+@pytest.fixture
+def base_queue():
+    """A base queue of this test's own, made the app's default (what /healthz checks)."""
+    from controlplane.celery import app
 
-    celery_worker.stop()
+    queue = f"health-{uuid.uuid4().hex[:10]}"
+    before, app.conf.task_default_queue = app.conf.task_default_queue, queue
+    try:
+        yield queue
+    finally:
+        app.conf.task_default_queue = before
+
+
+def test_healthz_is_ok_with_a_worker_and_unhealthy_once_it_stops(
+    client, base_queue, tmp_path, make_user
+):
+    worker = start_celery_worker(tmp_path / "worker.log", base_queue)  # every lane
+    try:
+        client.force_login(make_user("hana"))
+        response = client.get("/healthz")
+        assert response.status_code == 200, response.json()
+        body = response.json()
+        assert body["status"] == "ok"
+        assert body["checks"]["database"]["is_ok"] is True
+        assert body["checks"]["redis"]["is_ok"] is True
+        detail = body["checks"]["worker"]["detail"]
+        for lane in ("releases", "fleet", "long"):
+            assert f"{lane} lane: {worker.hostname}" in detail
+    finally:
+        worker.stop()
 
     response = client.get("/healthz")
     assert response.status_code == 503
@@ -24,6 +49,21 @@ def test_healthz_is_ok_with_a_worker_and_unhealthy_once_it_stops(client, celery_
     assert body["checks"]["worker"]["is_ok"] is False
     assert "No Celery worker answered" in body["checks"]["worker"]["detail"]
     assert body["checks"]["database"]["is_ok"] is True
+
+
+def test_a_lane_nobody_serves_is_unhealthy_and_named(client, base_queue, tmp_path, make_user):
+    only = [lane_queue(base_queue, RELEASES)]
+    worker = start_celery_worker(tmp_path / "worker.log", base_queue, lanes=only)
+    try:
+        client.force_login(make_user("hana"))
+        response = client.get("/healthz")
+    finally:
+        worker.stop()
+    assert response.status_code == 503
+    check = response.json()["checks"]["worker"]
+    assert check["is_ok"] is False
+    assert f"fleet ({base_queue}), long ({base_queue}.long) lane" in check["detail"]
+    assert f"releases lane: {worker.hostname}" in check["detail"]
 
 
 def test_healthz_names_redis_when_it_cannot_be_reached(client, settings, make_user):

@@ -56,7 +56,7 @@ def _progressing_interval(release: Release) -> Release:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         time.sleep(0.5)
-        release = release_tick(release_id=release.pk) or release
+        release = release_tick(release_id=release.pk, inline_loads=True) or release
         start = (release.interval or {}).get("start") or {}
         readings = [v.get("1") for v in start.get("nodes", {}).values()]
         weight = release.candidate_weight
@@ -97,7 +97,7 @@ def test_a_node_restarted_mid_release_feeds_the_gates_no_made_up_interval(
         triton_cluster.restart(triton_cluster.nodes[1])  # same ports, comes back empty
         cluster_reconcile(cluster=cluster)  # loads what the cluster must serve again
         _wait_for_series(victim, "rel_restart", "1")
-        release = release_tick(release_id=release.pk) or release
+        release = release_tick(release_id=release.pk, inline_loads=True) or release
         start = Release.objects.get(pk=release.pk).interval["start"]
         # The interval goes on (same start time); only the victim starts from its new
         # reading, from the server's new lifetime; the other node keeps its start.
@@ -110,7 +110,7 @@ def test_a_node_restarted_mid_release_feeds_the_gates_no_made_up_interval(
         time.sleep(2.0)
         views = observe.nodes_view(cluster, "rel_restart", 2)
         metrics = observe.interval_metrics(release, views, start)
-    release_tick(release_id=release.pk)
+    release_tick(release_id=release.pk, inline_loads=True)
 
     expected = sum(
         _requests(view.counters["1"]) - _requests(start["nodes"][name]["1"])

@@ -155,7 +155,7 @@ def _model_with_baseline(world, name: str, candidate_variant: int, sla: dict):
 def _tick_until(release, phases: set[str], timeout_s: float = 90.0):
     deadline, ticks = time.monotonic() + timeout_s, 0
     while time.monotonic() < deadline:
-        release = release_tick(release_id=release.pk) or release
+        release = release_tick(release_id=release.pk, inline_loads=True) or release
         ticks += 1
         if release.phase in phases:
             release.ticks = ticks  # how many ticks it took (each quiet one writes nothing)
@@ -267,7 +267,7 @@ def test_manual_gate_waits_until_approved(release_world):
         )
         release = _tick_until(release, {"WAITING_APPROVAL"})
         for _ in range(5):
-            release = release_tick(release_id=release.pk) or release
+            release = release_tick(release_id=release.pk, inline_loads=True) or release
             time.sleep(0.3)
         assert release.phase == "WAITING_APPROVAL" and release.candidate_weight == 50
         api = APIClient()
