@@ -50,7 +50,7 @@ class Beat:
         self.world, self.release, self.seen = world, release, []
 
     def once(self):
-        self.release = release_tick(release_id=self.release.pk) or self.release
+        self.release = release_tick(release_id=self.release.pk, inline_loads=True) or self.release
         cluster_reconcile(cluster=self.world["cluster"])
         routing.router_sync(self.world["cluster"])
         self.release.refresh_from_db()
