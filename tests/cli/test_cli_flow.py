@@ -49,7 +49,7 @@ class Beat(threading.Thread):
             while not self.stop.is_set():
                 active = Release.objects.exclude(phase__in=[p.value for p in TERMINAL])
                 for release_id in active.values_list("pk", flat=True):
-                    release_tick(release_id=release_id)
+                    release_tick(release_id=release_id, inline_loads=True)
                 time.sleep(0.5)
         finally:
             connection.close()
