@@ -5,6 +5,11 @@ by the same user with the same key and the same request (method, path with query
 gets that answer replayed, with `Idempotent-Replayed: true`, and creates nothing. The same
 key with a different request is a 409, and so is a retry while the first is still running.
 Server errors (5xx) are not stored: the retry runs again.
+
+While the first request runs, its database session holds an advisory lock on its key's row
+(taken before the row is committed, so no retry ever sees the row unlocked). A request that
+ended without storing its answer because its session did (PostgreSQL restarted, the web
+process was killed) leaves a row nobody holds: the next retry takes it over and runs.
 """
 
 import hashlib
@@ -16,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -26,6 +31,9 @@ from accounts.models import IdempotencyKey
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
+# Advisory lock key space of running keyed requests (key: the IdempotencyKey row's id); the
+# other namespaces are in deployments/locks.py, health/watch.py, notifications/outbox.py.
+LOCK_NAMESPACE = 7330
 
 
 def _canonical(value: Any) -> Any:
@@ -52,14 +60,44 @@ def request_fingerprint(request) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def _lock(row_id: int, *, wait: bool) -> bool:
+    """Take the session-level advisory lock of a running key (kept after commits)."""
+    sql = "SELECT pg_advisory_lock(%s, %s)" if wait else "SELECT pg_try_advisory_lock(%s, %s)"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [LOCK_NAMESPACE, row_id])
+        return wait or bool(cursor.fetchone()[0])
+
+
+def _unlock(row_id: int) -> None:
+    """Release it; a session that is gone released it already."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, row_id])
+    except DatabaseError:
+        pass
+
+
+def _abandoned(row: IdempotencyKey) -> bool:
+    """True when no running request holds `row`: the request that claimed it ended without
+    an answer (its database session ended first). Its row is deleted unless answered since."""
+    if not _lock(row.pk, wait=False):
+        return False
+    try:
+        IdempotencyKey.objects.filter(pk=row.pk, status__isnull=True).delete()
+    finally:
+        _unlock(row.pk)
+    return True
+
+
 def _claim(request, key: str) -> IdempotencyKey | Response:
-    """The new row for this key, or the answer for a key already used."""
+    """The new row for this key (its lock held by this session), or the answer for a key
+    already used."""
     fingerprint = request_fingerprint(request)
     try:
         with transaction.atomic():
-            return IdempotencyKey.objects.create(
-                user=request.user, key=key, fingerprint=fingerprint
-            )
+            row = IdempotencyKey.objects.create(user=request.user, key=key, fingerprint=fingerprint)
+            _lock(row.pk, wait=True)  # before the commit: a retry never sees it unlocked
+            return row
     except IntegrityError:
         pass
     found = IdempotencyKey.objects.filter(user=request.user, key=key).first()
@@ -69,6 +107,8 @@ def _claim(request, key: str) -> IdempotencyKey | Response:
         message = f"{HEADER} '{key}' was already used for a different request."
         return errors_response(message, field=HEADER, status=409)
     if found.status is None:
+        if _abandoned(found):  # claim it anew (or replay what its request stored meanwhile)
+            return _claim(request, key)
         message = f"A request with {HEADER} '{key}' is still running; retry later."
         return errors_response(message, field=HEADER, status=409)
     return Response(found.body, status=found.status, headers={"Idempotent-Replayed": "true"})
@@ -99,13 +139,16 @@ def idempotent(method: Callable) -> Callable:
         if isinstance(claimed, Response):
             return claimed
         try:
-            response = method(self, request, *args, **kwargs)
-        except ApplicationError as exc:  # a refusal is an answer: replayed like any other
-            response = error_response(exc)
-        except BaseException:
-            claimed.delete()
-            raise
-        _store(claimed, response)
+            try:
+                response = method(self, request, *args, **kwargs)
+            except ApplicationError as exc:  # a refusal is an answer: replayed like any other
+                response = error_response(exc)
+            except BaseException:
+                claimed.delete()
+                raise
+            _store(claimed, response)
+        finally:
+            _unlock(claimed.pk)
         return response
 
     return handler

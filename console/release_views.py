@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
+from redis import RedisError
 
 from accounts.roles import Role, user_has_role
 from console.report_views import release_cost_context
@@ -108,7 +109,10 @@ def _threshold(analysis: dict, check: str) -> float | None:
 
 def _guard_context(release) -> dict:
     """The fast guard's per-tick samples for its chart, and the latest one in words."""
-    samples = guard_samples_of(release)
+    try:
+        samples = guard_samples_of(release)
+    except RedisError:  # the cache is out of reach: the copy its row keeps, a few ticks older
+        samples = release.guard_samples or []
     if not samples:
         return {"guard": None}
     last = dict(samples[-1])

@@ -12,13 +12,16 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from accounts.ws_auth import TicketOrSessionAuthMiddlewareStack  # noqa: E402
 from controlplane.body_limit import BodyLimitMiddleware  # noqa: E402
+from controlplane.outages import WebsocketOutageGuard  # noqa: E402
 from controlplane.ws_routes import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": BodyLimitMiddleware(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(
-            TicketOrSessionAuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        "websocket": WebsocketOutageGuard(
+            AllowedHostsOriginValidator(
+                TicketOrSessionAuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            )
         ),
     }
 )

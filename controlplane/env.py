@@ -68,10 +68,22 @@ def var_dir() -> Path:
     return Path(env.str("SWITCHYARD_VAR_DIR", default=str(BASE_DIR / "var")))
 
 
+# How long the pool keeps retrying one failed connection attempt before it gives up; the next
+# request that needs a connection then starts a fresh attempt at once. psycopg_pool's own
+# default (5 minutes, with a backoff doubling from 1 s) kept a web process answering 503 for
+# many seconds after PostgreSQL was back from a restart.
+POOL_RECONNECT_S = 2.0
+
+
 def database_pool(database: dict, *, size: int, timeout_s: float) -> None:
     """Give Django's `database` settings a psycopg connection pool of at most `size`
     connections per process (none when size is 0); pooled connections are not persistent
-    ones, so CONN_MAX_AGE goes to 0."""
+    ones, so CONN_MAX_AGE goes to 0.
+
+    Connections are checked before use either way (CONN_HEALTH_CHECKS: the pool checks each
+    one it hands out, Django each persistent one it reuses), so the connections PostgreSQL
+    dropped when it restarted are replaced instead of failing the first requests after it."""
+    database["CONN_HEALTH_CHECKS"] = True
     if size <= 0:
         return
     database["CONN_MAX_AGE"] = 0
@@ -79,4 +91,5 @@ def database_pool(database: dict, *, size: int, timeout_s: float) -> None:
         "min_size": 1,
         "max_size": size,
         "timeout": timeout_s,
+        "reconnect_timeout": min(POOL_RECONNECT_S, timeout_s),
     }

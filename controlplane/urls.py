@@ -20,6 +20,7 @@ api_v1 = [
 ]
 
 handler404 = "controlplane.openapi.handler404"
+handler500 = "controlplane.outages.handler500"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

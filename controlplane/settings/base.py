@@ -1,5 +1,7 @@
 """Settings shared by every environment; values come from environment variables."""
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+
 from controlplane.env import (
     BASE_DIR,
     DEFAULT_DATABASE_URL,
@@ -56,6 +58,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # PostgreSQL or Redis out of reach: 503 with Retry-After, not a 500 (controlplane/outages.py).
+    "controlplane.outages.OutageMiddleware",
 ]
 
 ROOT_URLCONF = "controlplane.urls"
@@ -98,12 +102,23 @@ database_pool(
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default=DEFAULT_REDIS_URL)
+
+
+def redis_connection_options() -> dict:
+    """redis-py's pools keep connections a restarted Redis dropped, and by default a command
+    on one fails. A command that meets a dropped connection is sent once more on a fresh one,
+    so the first requests and websockets after a restart succeed; a Redis that is down still
+    fails at once (and answers 503, controlplane/outages.py)."""
+    return {"retry_on_error": [RedisConnectionError]}
+
+
 # Shared by every process: sign-in failure counters, API throttles, websocket tickets.
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": env.str("SWITCHYARD_CACHE_KEY_PREFIX", default="switchyard"),
+        "OPTIONS": redis_connection_options(),
     }
 }
 
@@ -191,7 +206,7 @@ def channel_layer_host(url: str) -> dict:
     """redis-py 8 reads with a 5 s socket timeout by default: exactly as long as
     channels_redis blocks waiting for a message, so an idle receive failed every 5 s.
     Read for longer than the layer blocks."""
-    return {"address": url, "socket_timeout": 30}
+    return {"address": url, "socket_timeout": 30, **redis_connection_options()}
 
 
 CHANNEL_LAYERS = {

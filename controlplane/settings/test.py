@@ -7,7 +7,7 @@ import uuid
 from controlplane.env import env
 
 from .base import *  # noqa: F403
-from .base import channel_layer_host
+from .base import channel_layer_host, redis_connection_options
 
 # Tests use their own Redis database so a running demo's worker never answers them.
 REDIS_URL = env.str("SWITCHYARD_TEST_REDIS_URL", default="redis://127.0.0.1:6379/9")
@@ -26,6 +26,7 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": os.environ["SWITCHYARD_TEST_CACHE_PREFIX"],
+        "OPTIONS": redis_connection_options(),
     }
 }
 CELERY_RESULT_BACKEND = REDIS_URL

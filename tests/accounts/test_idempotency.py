@@ -3,9 +3,11 @@
 import io
 from datetime import timedelta
 
+import psycopg
 import pytest
 from rest_framework.test import APIClient
 
+from accounts import idempotency
 from accounts.models import IdempotencyKey
 from accounts.tasks import idempotency_keys_prune
 from audit.models import AuditEvent
@@ -14,6 +16,7 @@ from deployments.services import cluster_create, serving_state_set
 from models_registry.models import Model, ModelVersion, Team
 from models_registry.services import model_create, model_version_register, team_create
 from releases.models import Release
+from tests.conftest import database_url
 from tests.registry.archives import example_entries, tar_gz
 
 pytestmark = pytest.mark.django_db
@@ -176,8 +179,26 @@ def test_old_keys_are_pruned_by_the_periodic_task(ada, settings):
 def test_a_retry_while_the_first_request_still_runs_is_a_409(ada):
     client = _client(ada)
     assert _post(client, "/api/v1/teams/", {"name": "fraud"}, "k").status_code == 201
-    IdempotencyKey.objects.filter(key="k").update(status=None, body=None)  # as if running
-    response = _post(client, "/api/v1/teams/", {"name": "fraud"}, "k")
+    row = IdempotencyKey.objects.get(key="k")
+    IdempotencyKey.objects.filter(pk=row.pk).update(status=None, body=None)
+    # As if running: another database session holds the key's lock, as its request would.
+    with psycopg.connect(database_url(), autocommit=True) as running:
+        running.execute("SELECT pg_advisory_lock(%s, %s)", [idempotency.LOCK_NAMESPACE, row.pk])
+        response = _post(client, "/api/v1/teams/", {"name": "fraud"}, "k")
     assert response.status_code == 409
     assert "still running" in response.json()["errors"][0]["message"]
     assert Team.objects.count() == 1
+
+
+def test_a_key_whose_request_ended_without_an_answer_is_run_again_by_its_retry(ada):
+    """A claim nobody holds (its request's database session ended: PostgreSQL restarted, the
+    process was killed) no longer answers "still running" until it is pruned."""
+    client = _client(ada)
+    assert _post(client, "/api/v1/teams/", {"name": "fraud"}, "k").status_code == 201
+    IdempotencyKey.objects.filter(key="k").update(status=None, body=None)
+    Team.objects.all().delete()  # its work rolled back with the session
+    again = _post(client, "/api/v1/teams/", {"name": "fraud"}, "k")
+    assert again.status_code == 201, again.content
+    assert "Idempotent-Replayed" not in again.headers
+    assert Team.objects.filter(name="fraud").count() == 1
+    assert IdempotencyKey.objects.get(key="k").status == 201

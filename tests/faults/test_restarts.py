@@ -1,0 +1,298 @@
+"""A running web process rides through a restart of Redis and of PostgreSQL (issue #18).
+
+Each test starts servers of its own on free ports (tests/faults/own_services.py; the
+machine's shared ones are never touched) and a real daphne pointed at them:
+
+* Redis is SIGKILLed and started again on its port under a live page in Chromium: its
+  websocket reconnects and the chart takes points again; meanwhile nothing answers 500 (the
+  pages that need no Redis are served, the sign-in and the ticket endpoint answer 503).
+* PostgreSQL is restarted with `pg_ctl stop -m fast`: the pooled connections it dropped are
+  replaced unnoticed; a write cut off mid-transaction and every request during the outage
+  answer 503 with Retry-After; afterwards the same process serves at once, nothing of the
+  cut-off write is stored, and its retry with the same Idempotency-Key runs.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import psycopg
+import pytest
+
+from accounts.services import api_token_create
+from deployments.models import TritonCluster
+from tests.browser.helpers import login
+from tests.conftest import ROOT, child_environment, in_thread, serve_daphne, wait_for
+from tests.faults.own_services import OwnPostgres, OwnRedis
+
+POINTS = "Number(document.getElementById('chart-rate').dataset.points || 0)"
+BADGE = "[data-testid=ws-badge]"
+APP_NAME = "restart-test"
+# No Celery worker runs here: the home page's health card waits this long for none to answer.
+QUICK_HEALTH = {"SWITCHYARD_HEALTH_WORKER_PING_TIMEOUT_S": "0.2"}
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    server = OwnRedis(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def _no_500_and_no_traceback(log) -> None:
+    text = log.read_text(errors="replace")
+    assert not re.search(r'" 500 \d+', text), text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+
+
+def _outage_answer(response, kind: str) -> None:
+    """503 with Retry-After, in the API's error shape (json) or as the small page (html)."""
+    assert response.status == 503, (response.url, response.status)
+    assert int(response.headers["retry-after"]) > 0
+    if kind == "json":
+        assert "unreachable" in response.json()["errors"][0]["message"]
+    else:
+        assert "briefly unavailable" in response.text()
+
+
+# ---------------------------------------------------------------- Redis
+
+
+def _publish_point(redis_url: str, cluster: str) -> None:
+    """One live point of the cluster through the channel layer, as the collector sends it."""
+    from asgiref.sync import async_to_sync
+    from channels_redis.core import RedisChannelLayer
+
+    from controlplane.settings.base import channel_layer_host
+    from telemetry import events
+
+    point = {
+        "type": "point",
+        "ts": time.time(),
+        "cluster": cluster,
+        "node": "",
+        "model": "risk",
+        "version": "1",
+        "request_rate": 20.0,
+        "success_rate": 100.0,
+        "avg_ms": 3.0,
+        "p99_ms": 7.0,
+        "queue_ms": 0.1,
+    }
+    layer = RedisChannelLayer(hosts=[channel_layer_host(redis_url)], prefix="switchyard-test")
+
+    async def send() -> None:
+        try:
+            await layer.group_send(events.cluster_group(cluster), events.batch([point]))
+        finally:
+            await layer.flush()
+
+    async_to_sync(send)()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_redis_restart_under_a_live_page(own_redis, page, make_user, tmp_path):
+    olga = make_user("olga", role="release-managers")
+    _, secret = api_token_create(user=olga, name="restarts")
+    cluster = f"east-{uuid.uuid4().hex[:6]}"
+    TritonCluster.objects.create(name=cluster, environment="staging")
+    log = tmp_path / "daphne.log"
+    server = serve_daphne(log, SWITCHYARD_TEST_REDIS_URL=own_redis.url, **QUICK_HEALTH)
+    base = f"http://{next(server)}"
+    try:
+        login(page, base, "olga")
+        page.goto(f"{base}/clusters/{cluster}/live/")
+        page.wait_for_selector(f"{BADGE}:has-text('live')", timeout=10000)
+        in_thread(_publish_point, own_redis.url, cluster)
+        page.wait_for_function(f"{POINTS} >= 1", timeout=10000)
+
+        own_redis.kill()
+        page.wait_for_selector(f"{BADGE}:has-text('reconnecting')", timeout=10000)
+        # Pages that need no Redis are served; what needs it answers 503, never 500.
+        for path in ("/", "/clusters/", f"/clusters/{cluster}/live/", "/api/v1/clusters/"):
+            assert page.request.get(f"{base}{path}").status == 200, path
+        assert page.request.get(f"{base}/healthz").status == 503  # says Redis is down
+        ticket = page.request.post(
+            f"{base}/api/v1/auth/ws-ticket/", headers={"Authorization": f"Token {secret}"}
+        )
+        _outage_answer(ticket, "json")  # its throttle counts in Redis
+        csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+        form = {"username": "olga", "password": "pw-olga", "csrfmiddlewaretoken": csrf}
+        signing_in = page.request.post(f"{base}/login/", form=form, max_redirects=0)
+        _outage_answer(signing_in, "html")  # failed sign-ins are counted in Redis
+
+        back = log.stat().st_size
+        own_redis.start()  # empty: the page's socket must join its group again
+        page.wait_for_selector(f"{BADGE}:has-text('live')", timeout=20000)
+        drawn = page.evaluate(POINTS)
+        in_thread(_publish_point, own_redis.url, cluster)
+        page.wait_for_function(f"{POINTS} > {drawn}", timeout=10000)  # the chart resumes
+        assert page.request.post(
+            f"{base}/api/v1/auth/ws-ticket/", headers={"Authorization": f"Token {secret}"}
+        ).ok
+    finally:
+        server.close()
+    # Once Redis was back, no socket or request met a connection the restart had dropped.
+    assert b"unavailable" not in log.read_bytes()[back:]
+    _no_500_and_no_traceback(log)
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+SEED = """
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+
+from accounts.services import api_token_create
+
+call_command("migrate", interactive=False, verbosity=0, skip_checks=True)
+olga = User.objects.create_user("olga", password="pw-olga")
+olga.groups.add(Group.objects.get_or_create(name="release-managers")[0])
+print("TOKEN", api_token_create(user=olga, name="restarts")[1])
+"""
+
+
+@pytest.fixture
+def pg_stack(own_redis, tmp_path):
+    """A PostgreSQL of our own, migrated, with a release manager and her token, and daphne
+    on it with a pool of 2 connections (the web kind pools its connections)."""
+    pg = OwnPostgres()
+    try:
+        pg.init("switchyard")
+        url = pg.url("switchyard")
+        env = {"DATABASE_URL": url, "SWITCHYARD_TEST_REDIS_URL": own_redis.url}
+        seeded = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", SEED],
+            cwd=ROOT,
+            env=child_environment(**env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert seeded.returncode == 0, seeded.stderr[-3000:]
+        token = next(line for line in seeded.stdout.splitlines() if line.startswith("TOKEN "))
+        log = tmp_path / "daphne.log"
+        server = serve_daphne(
+            log,
+            **env,
+            SWITCHYARD_DATABASE_POOL_SIZE="2",
+            SWITCHYARD_DATABASE_POOL_TIMEOUT_S="1.5",
+            SWITCHYARD_DATABASE_APPLICATION_NAME=APP_NAME,
+            **QUICK_HEALTH,
+        )
+        base = f"http://{next(server)}"
+        try:
+            yield {"pg": pg, "url": url, "base": base, "token": token.split()[1], "log": log}
+        finally:
+            server.close()
+    finally:
+        pg.remove()
+
+
+class _Answer:
+    """httpx's response with the accessors `_outage_answer` reads (Playwright's names)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response, self.status, self.url = response, response.status_code, response.url
+        self.headers = response.headers
+
+    def json(self):
+        return self.response.json()
+
+    def text(self) -> str:
+        return self.response.text
+
+
+def _signed_in(base: str) -> httpx.Client:
+    client = httpx.Client(base_url=base, timeout=30)
+    client.get("/login/")
+    form = {"username": "olga", "password": "pw-olga"}
+    form["csrfmiddlewaretoken"] = client.cookies["csrftoken"]
+    assert client.post("/login/", data=form).status_code == 302
+    return client
+
+
+def _waiting_on_a_lock(url: str) -> bool:
+    with psycopg.connect(url, autocommit=True) as conn:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+        query += " AND wait_event_type = 'Lock'"
+        return conn.execute(query, [APP_NAME]).fetchone()[0] > 0
+
+
+def test_a_postgresql_restart_under_the_api_and_the_console(pg_stack):
+    pg, url, base, log = pg_stack["pg"], pg_stack["url"], pg_stack["base"], pg_stack["log"]
+    api = httpx.Client(
+        base_url=base, timeout=30, headers={"Authorization": f"Token {pg_stack['token']}"}
+    )
+    console = _signed_in(base)
+    clusters = "/api/v1/clusters/"
+    with ThreadPoolExecutor(4) as pool:  # both pooled connections in use, then idle
+        assert [r.status_code for r in pool.map(lambda _: api.get(clusters), range(8))] == [200] * 8
+
+    # 1. A quick restart between requests: the connections it dropped are not handed out.
+    pg.stop()
+    pg.start()
+    assert [api.get(clusters).status_code for _ in range(4)] == [200] * 4
+
+    # 2. A write cut off mid-transaction: its cluster row is inserted, its audit row waits
+    # on a lock this test holds when PostgreSQL stops.
+    key = f"restart-{uuid.uuid4().hex[:8]}"
+    body = {"name": "cut-off", "environment": "staging"}
+    answers: list[httpx.Response] = []
+    holder = psycopg.connect(url)
+    holder.execute("LOCK TABLE audit_auditevent IN ACCESS EXCLUSIVE MODE")
+    writer = threading.Thread(
+        target=lambda: answers.append(
+            api.post(clusters, json=body, headers={"Idempotency-Key": key})
+        )
+    )
+    writer.start()
+    try:
+        wait_for(lambda: _waiting_on_a_lock(url), timeout_s=10, what="the write waiting")
+        pg.stop()
+        stopped = time.monotonic()
+    finally:
+        writer.join(timeout=30)
+        holder.close()
+    _outage_answer(_Answer(answers[0]), "json")
+
+    # 3. While it is down: 503 with Retry-After everywhere, the console's page included.
+    _outage_answer(_Answer(api.get(clusters)), "json")
+    _outage_answer(_Answer(api.post(clusters, json={"name": "during"})), "json")
+    _outage_answer(_Answer(console.get("/")), "html")
+    health = api.get("/healthz")
+    assert health.status_code == 503 and health.json() == {"status": "unhealthy"}
+    # Down for 8 s at least: psycopg_pool's own backoff (1, 2, 4, 8 s between attempts) would
+    # then make its next attempt 15 s after the stop, seconds after PostgreSQL is back.
+    time.sleep(max(0.0, stopped + 8 - time.monotonic()))
+
+    # 4. Back: the same web process serves at once, and nothing of the cut-off write is left.
+    pg.start()
+    started = time.monotonic()
+    wait_for(lambda: api.get(clusters).status_code == 200, timeout_s=15, what="served again")
+    assert time.monotonic() - started < 2
+    assert console.get("/").status_code == 200
+    with psycopg.connect(url, autocommit=True) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM deployments_tritoncluster")}
+        created = conn.execute(
+            "SELECT count(*) FROM audit_auditevent WHERE action = 'cluster.created'"
+        ).fetchone()[0]
+    assert names == set() and created == 0
+    retried = api.post(clusters, json=body, headers={"Idempotency-Key": key})
+    assert retried.status_code == 201, retried.text  # not 409 "still running" for a day
+    assert "idempotent-replayed" not in retried.headers
+    assert [c["name"] for c in api.get(clusters).json()] == ["cut-off"]
+    api.close()
+    console.close()
+    _no_500_and_no_traceback(log)
