@@ -127,6 +127,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
+# ModelBackend, but the password hash runs with the pooled connection given back
+# (accounts/backends.py): a burst of sign-ins never holds the whole pool.
+AUTHENTICATION_BACKENDS = ["accounts.backends.PoolFriendlyModelBackend"]
 # Sign-in and tokens (docs/SECURITY.md): failed sign-ins per username and per client IP in a
 # window before sign-ins are refused with 429; the client IP comes from REMOTE_ADDR unless a
 # reverse proxy that overwrites it sets this header (e.g. HTTP_X_REAL_IP).

@@ -38,7 +38,11 @@ REST_FRAMEWORK = {  # noqa: F405
     **REST_FRAMEWORK,  # noqa: F405
     "DEFAULT_THROTTLE_RATES": {"auth": "10000/min", "ws-ticket": "10000/min"},
 }
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Fast hashes for the tests' users; PBKDF2 verifies the real hashes a sign-in burst test stores.
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
 SWITCHYARD_VAR_DIR = BASE_DIR / "var" / "test"  # noqa: F405
 # The demo tooling (make demo, demo_traffic, triton_local) is not a product app: only here.
 INSTALLED_APPS = [*INSTALLED_APPS, "demo"]  # noqa: F405
