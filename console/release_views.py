@@ -174,6 +174,7 @@ def _cockpit_context(request, release) -> dict:
 def release_detail(request, release_id):
     release = _release_or_404(release_id)
     context = {**_cockpit_context(request, release), **release_cost_context(release)}
+    context["settings_rows"] = selectors.release_settings_rows(release)
     return render(request, "console/releases/cockpit.html", context)
 
 

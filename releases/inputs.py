@@ -7,7 +7,7 @@ stored value that fails (written before these checks) stops only its own release
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from integrations.routers.base import RouterError, check_header_name
@@ -45,10 +45,28 @@ class AnalysisSettings:
     # A node out of service while the candidate takes traffic: "hold" the weight until every
     # node serves it again (bounded by the progress deadline), or "rollback" at once.
     on_node_loss: str = "hold"
+    # Intervals with too few requests to judge: after this many at one step, the release
+    # "pause"s and says why (a human resumes, promotes or rolls back) or "rollback"s.
+    max_inconclusive_checks: int = 10
+    on_inconclusive: str = "pause"
 
 
 # key -> the words it takes
-ANALYSIS_CHOICES: dict[str, tuple[str, ...]] = {"on_node_loss": ("hold", "rollback")}
+ANALYSIS_CHOICES: dict[str, tuple[str, ...]] = {
+    "on_node_loss": ("hold", "rollback"),
+    "on_inconclusive": ("pause", "rollback"),
+}
+
+
+def effective_analysis(data: Any, *, step_interval_s: float) -> dict:
+    """Every analysis knob as the release will use it, defaults included (the interval
+    resolved to the step interval when not set apart): what a release stores at its start,
+    so a later change of a default never changes a running release."""
+    settings = asdict(parse_analysis(data))
+    if settings["interval_s"] is None:
+        settings["interval_s"] = float(step_interval_s)
+    return settings
+
 
 # key -> (type, lowest, highest)
 ANALYSIS_RANGES: dict[str, tuple[type, float, float]] = {
@@ -60,6 +78,7 @@ ANALYSIS_RANGES: dict[str, tuple[type, float, float]] = {
     "fast_guard_min_requests": (int, 1, 1_000_000),
     "fast_guard_error_floor": (float, 0.0, 1.0),
     "fast_guard_z": (float, 0.0, 10.0),
+    "max_inconclusive_checks": (int, 1, 10_000),
 }
 
 

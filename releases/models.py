@@ -133,6 +133,8 @@ class Release(models.Model):
             drain_s=self.drain_s,
             strategy=self.strategy,
             on_node_loss=analysis.on_node_loss,
+            max_inconclusive_checks=analysis.max_inconclusive_checks,
+            on_inconclusive=analysis.on_inconclusive,
         )
 
     def state(self) -> State:

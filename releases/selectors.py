@@ -1,8 +1,11 @@
 """Reads of releases."""
 
+from dataclasses import asdict
+
 from django.db.models import QuerySet
 
 from accounts.pagination import filtered
+from releases.inputs import ReleaseInputError
 from releases.models import Release, ReleaseEvent
 
 _RELATED = ("cluster", "model", "baseline", "candidate", "created_by")
@@ -110,3 +113,30 @@ def release_running_list() -> QuerySet[Release]:
 
     qs = Release.objects.select_related(*_RELATED).exclude(phase__in=[p.value for p in TERMINAL])
     return qs.order_by("created_at", "id")
+
+
+def release_settings_rows(release: Release) -> list[tuple[str, str]]:
+    """(setting, value) of everything the release judges by, defaults included: its steps,
+    intervals, deadline, the SLA recorded at its start and every analysis knob (a release
+    stored before the knobs were all recorded shows today's defaults for the missing ones)."""
+    steps = ", ".join(
+        f"{s.get('weight', 0):g}%{' (gate)' if s.get('manual_gate') else ''}"
+        for s in release.steps or []
+    )
+    rows = [
+        ("steps", steps),
+        ("step_interval_s", f"{release.step_interval_s:g}"),
+        ("progress_deadline_s", f"{release.progress_deadline_s:g}"),
+        ("drain_s", f"{release.drain_s:g}"),
+    ]
+    rows += [(f"sla.{k}", str(v)) for k, v in sorted((release.sla or {}).items())]
+    try:
+        knobs = asdict(release.analysis_settings())
+    except ReleaseInputError as exc:
+        return [*rows, ("analysis", f"unusable: {exc}")]
+    if knobs["interval_s"] is None:
+        knobs["interval_s"] = release.step_interval_s
+    rows += [
+        (f"analysis.{k}", f"{v:g}" if isinstance(v, float) else str(v)) for k, v in knobs.items()
+    ]
+    return rows

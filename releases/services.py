@@ -20,6 +20,7 @@ from releases.inputs import (
     ReleaseInputError,
     check_spec_numbers,
     check_sticky_header,
+    effective_analysis,
     parse_analysis,
     parse_steps,
 )
@@ -106,7 +107,7 @@ def release_create(
         strategy=strategy,
         steps=spec_steps,
         step_interval_s=step_interval_s,
-        analysis=analysis or {},
+        analysis=effective_analysis(analysis, step_interval_s=step_interval_s),
         sticky_header=sticky_header,
         progress_deadline_s=progress_deadline_s,
         drain_s=drain_s,

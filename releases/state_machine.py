@@ -88,6 +88,10 @@ class Spec:
     # A node that stops serving the candidate mid-release: hold the weight until every node
     # serves it again (the progress deadline still bounds the hold), or roll back at once.
     on_node_loss: Literal["hold", "rollback"] = "hold"
+    # Inconclusive intervals (too few requests) at one step before the release pauses (or
+    # rolls back) saying why, instead of waiting for traffic that may never come.
+    max_inconclusive_checks: int = 10
+    on_inconclusive: Literal["pause", "rollback"] = "pause"
 
     def __post_init__(self) -> None:
         weights = [s.weight for s in self.steps]
@@ -103,6 +107,8 @@ class Spec:
             raise ValueError("progress_deadline_s must exceed step_interval_s and drain_s")
         if self.on_node_loss not in ("hold", "rollback"):
             raise ValueError("on_node_loss is hold or rollback")
+        if self.on_inconclusive not in ("pause", "rollback") or self.max_inconclusive_checks < 1:
+            raise ValueError("on_inconclusive is pause or rollback, after at least 1 check")
 
 
 @dataclass(frozen=True)
@@ -251,7 +257,15 @@ def _apply_action(spec: Spec, state: State, obs: Observation) -> Decision:
     if obs.action == "promote":
         return _move(state, obs, P.PROMOTING, f"promoted by {who}", 100.0, paused_from=None)
     back = state.paused_from or P.PROGRESSING
-    return _move(state, obs, back, f"resumed by {who}", paused_from=None, step_started_at=obs.now)
+    return _move(
+        state,
+        obs,
+        back,
+        f"resumed by {who}",
+        paused_from=None,
+        step_started_at=obs.now,
+        inconclusive_checks=0,
+    )
 
 
 def _deadline(spec: Spec, state: State, obs: Observation) -> Decision | None:
@@ -342,8 +356,15 @@ def _progressing(spec: Spec, state: State, obs: Observation) -> Decision:
             return _move(state, obs, P.ROLLING_BACK, count)
         return _stay(state, obs, "next analysis interval", events=(_check(state, obs, count),))
     state = replace(state, inconclusive_checks=state.inconclusive_checks + 1)
-    text = f"{at}: inconclusive ({state.inconclusive_checks} so far): {obs.verdict_reason}"
-    return _stay(state, obs, "next analysis interval", events=(_check(state, obs, text),))
+    n, limit = state.inconclusive_checks, spec.max_inconclusive_checks
+    text = f"{at}: inconclusive ({n} so far): {obs.verdict_reason}"
+    if n < limit:
+        return _stay(state, obs, "next analysis interval", events=(_check(state, obs, text),))
+    why = f"{n}/{limit} inconclusive checks at {at} ({obs.verdict_reason}): too little traffic"
+    if spec.on_inconclusive == "rollback":
+        return _move(state, obs, P.ROLLING_BACK, f"{why}; rolling back")
+    why += "; paused: resume, promote or roll back"
+    return _move(state, obs, P.PAUSED, why, paused_from=state.phase)
 
 
 def _waiting_approval(spec: Spec, state: State, obs: Observation) -> Decision:

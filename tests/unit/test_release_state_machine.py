@@ -435,3 +435,27 @@ def test_node_loss_is_bounded_by_the_progress_deadline() -> None:
 def test_node_loss_outside_a_step_changes_nothing() -> None:
     loading = decide(SPEC, st(P.LOADING), ob(router_applied_weight=0, nodes_out=("n2",)))
     assert loading.state.phase is P.LOADING  # the candidate is still loading: not a loss
+
+
+def _inconclusive(now: float, **kw) -> Observation:
+    return ob(now, router_applied_weight=25, verdict="inconclusive", verdict_at=now, **kw)
+
+
+def test_too_many_inconclusive_checks_pause_the_release_and_say_why() -> None:
+    spec = replace(SPEC, max_inconclusive_checks=3)
+    state = st(step_started_at=0)
+    for now in (10, 20):
+        state = decide(spec, state, _inconclusive(now)).state
+        assert state.phase is P.PROGRESSING
+    paused = decide(spec, state, _inconclusive(30))
+    assert paused.state.phase is P.PAUSED and paused.state.paused_from is P.PROGRESSING
+    assert "3/3 inconclusive checks at 25%" in paused.state.reason
+    assert "resume, promote or roll back" in paused.state.reason
+    resumed = decide(spec, paused.state, act("resume", now=40)).state
+    assert resumed.phase is P.PROGRESSING and resumed.inconclusive_checks == 0  # counts anew
+
+
+def test_too_many_inconclusive_checks_roll_back_when_so_configured() -> None:
+    spec = replace(SPEC, max_inconclusive_checks=1, on_inconclusive="rollback")
+    decision = decide(spec, st(step_started_at=0), _inconclusive(10))
+    assert decision.state.phase is P.ROLLING_BACK and "too little traffic" in decision.state.reason

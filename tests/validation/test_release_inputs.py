@@ -2,8 +2,10 @@
 they enter; a junk value already stored stops only that release's tick, with its key."""
 
 import logging
+from dataclasses import fields
 
 import pytest
+from django.test import Client
 
 from releases.inputs import AnalysisSettings, ReleaseInputError, parse_analysis, parse_steps
 from releases.models import Release
@@ -79,3 +81,30 @@ def test_rules_are_plain_functions():
     assert parse_steps("blue_green", [5, 25], []) == [{"weight": 100.0, "manual_gate": False}]
     with pytest.raises(ReleaseInputError, match="analysis"):
         parse_analysis(["interval_s"])
+
+
+def test_a_release_stores_every_analysis_setting_it_judges_by(release_api):
+    body = {**BODY, "analysis": {"min_requests": 20}}
+    response = release_api.post("/api/v1/releases/", body, format="json")
+    assert response.status_code == 201, response.json()
+    analysis = response.json()["analysis"]
+    assert analysis["min_requests"] == 20  # as asked
+    defaults = AnalysisSettings()
+    assert analysis["max_failed_checks"] == defaults.max_failed_checks  # and every default
+    assert analysis["on_node_loss"] == "hold" and analysis["on_inconclusive"] == "pause"
+    assert analysis["interval_s"] == BODY["step_interval_s"]  # resolved, not null
+    assert set(analysis) == {f.name for f in fields(AnalysisSettings)}
+    assert Release.objects.get().analysis == analysis  # stored so, not recomputed
+    browser = Client()
+    browser.force_login(Release.objects.get().created_by)
+    page = browser.get(f"/releases/{response.json()['id']}/")
+    assert page.status_code == 200
+    assert b"analysis.max_inconclusive_checks" in page.content  # shown on the cockpit
+
+
+def test_choice_settings_take_their_words_only(release_api):
+    for key, value in (("on_node_loss", "pause"), ("on_inconclusive", 1)):
+        body = {**BODY, "analysis": {key: value}}
+        response = release_api.post("/api/v1/releases/", body, format="json")
+        assert response.status_code == 400
+        assert response.json()["errors"][0]["field"] == f"analysis.{key}"
