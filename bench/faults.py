@@ -18,6 +18,18 @@ requests and the rows lost, every round printed.
    3 s: seconds from the kill to the release saying it holds, from the restart to it going
    on (reconcile reloads the node, the router takes it back), failed client requests, and
    the release's end (goal SUCCEEDED, 0 failed requests once the node is back).
+6. Redis SIGKILLed under a running web process (a real daphne on a Redis and a PostgreSQL of
+   the bench's own, tests/faults/own_services.py; the shared 6379 and 5432 are never
+   touched) and started again, empty, after 3 s, with a client sending one authenticated
+   API GET (/api/v1/clusters/, token) every 0.1 s: seconds from the restart to the first
+   200, requests answered 503 and with a connection error during the outage, and answered
+   500 (goal 0).
+7. PostgreSQL stopped (pg_ctl stop -m fast) under the same web process (pool of 2
+   connections) and started again after 3 s, the same client: the same figures, and a
+   write (POST /api/v1/clusters/ with an Idempotency-Key) cut off mid-transaction by the
+   stop (its audit row waits on a lock held by the bench, as in test_restarts.py), retried
+   once served: rows it left half-written (goal 0), the retry's status (goal 201) and the
+   (cluster, audit) rows after it (goal (1, 1)).
 
 Usage: .venv/bin/python bench/faults.py [rounds]
 """
@@ -328,6 +340,217 @@ def busy_long_lane(world, work: Path) -> dict:
     return out
 
 
+RESTART_OUTAGE_S = 3.0
+SEED = """
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+
+from accounts.services import api_token_create
+
+call_command("migrate", interactive=False, verbosity=0, skip_checks=True)
+olga = User.objects.create_user("olga", password="pw-olga")
+olga.groups.add(Group.objects.get_or_create(name="release-managers")[0])
+print("TOKEN", api_token_create(user=olga, name="restarts")[1])
+"""  # as tests/faults/test_restarts.py seeds its own PostgreSQL
+
+
+class _Probe:
+    """One authenticated API GET every 0.1 s from a thread; (monotonic time, status or
+    "error") of each answer."""
+
+    def __init__(self, base: str, token: str, path: str = "/api/v1/clusters/") -> None:
+        import threading
+
+        import httpx
+
+        self.client = httpx.Client(
+            base_url=base, timeout=5, headers={"Authorization": f"Token {token}"}
+        )
+        self.path, self.answers = path, []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.done.is_set():
+            sent = time.monotonic()
+            try:
+                status = self.client.get(self.path).status_code
+            except Exception:
+                status = "error"
+            self.answers.append((time.monotonic(), status))
+            self.done.wait(max(0.0, 0.1 - (time.monotonic() - sent)))
+
+    def __enter__(self):
+        import logging
+
+        self.quiet = logging.getLogger("httpx")
+        self.level = self.quiet.level
+        self.quiet.setLevel(logging.WARNING)  # not a line per request
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.thread.join(10)
+        self.client.close()
+        self.quiet.setLevel(self.level)
+
+    def first_200_after(self, t: float, timeout_s: float = 30):
+        return _wait(
+            lambda: next((at for at, s in list(self.answers) if at > t and s == 200), None),
+            timeout_s,
+            step=0.05,
+        )
+
+    def figures(self, down: float, up: float) -> dict:
+        first = self.first_200_after(up)
+        during = [s for at, s in self.answers if down <= at <= first]
+        return {
+            "first_200_s": first - up,
+            "answered_503": during.count(503),
+            "answered_500": sum(1 for _, s in self.answers if s == 500),
+            "connection_errors": during.count("error"),
+            "requests": len(self.answers),
+        }
+
+
+def _own_stack(work: Path):
+    """A Redis and a PostgreSQL of the bench's own (tests/faults/own_services.py, free ports;
+    the shared 5432 and 6379 are never touched), the database migrated with a token, and a
+    real daphne on both with a pool of 2 connections. A generator: close() stops it all."""
+    from tests.conftest import child_environment, serve_daphne
+    from tests.faults.own_services import OwnPostgres, OwnRedis
+
+    folder = work / "own-redis"
+    folder.mkdir()
+    redis_server, pg, server = OwnRedis(folder), OwnPostgres(), None
+    try:
+        redis_server.start()
+        pg.init("switchyard")
+        url = pg.url("switchyard")
+        env = {"DATABASE_URL": url, "SWITCHYARD_TEST_REDIS_URL": redis_server.url}
+        seeded = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", SEED],
+            cwd=ROOT,
+            env=child_environment(**env),
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        if seeded.returncode != 0:
+            raise RuntimeError(seeded.stderr[-3000:])
+        token = next(x for x in seeded.stdout.splitlines() if x.startswith("TOKEN ")).split()[1]
+        server = serve_daphne(
+            work / "own-daphne.log",
+            **env,
+            SWITCHYARD_DATABASE_POOL_SIZE="2",
+            SWITCHYARD_DATABASE_POOL_TIMEOUT_S="1.5",
+            SWITCHYARD_DATABASE_APPLICATION_NAME="bench-restarts",
+            SWITCHYARD_HEALTH_WORKER_PING_TIMEOUT_S="0.2",
+        )
+        base = f"http://{next(server)}"
+        yield {"redis": redis_server, "pg": pg, "url": url, "base": base, "token": token}
+    finally:
+        if server is not None:
+            server.close()
+        redis_server.kill()
+        pg.remove()
+
+
+def redis_restart(stack) -> dict:
+    """Redis SIGKILLed under the web process and started again (empty) after ~3 s."""
+    with _Probe(stack["base"], stack["token"]) as probe:
+        probe.first_200_after(time.monotonic())
+        time.sleep(1)
+        stack["redis"].kill()
+        down = time.monotonic()
+        time.sleep(RESTART_OUTAGE_S)
+        stack["redis"].start()
+        up = time.monotonic()
+        probe.first_200_after(up)
+        time.sleep(1)
+    return probe.figures(down, up)
+
+
+def _waiting_on_a_lock(url: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+        query += " AND wait_event_type = 'Lock'"
+        return conn.execute(query, ["bench-restarts"]).fetchone()[0] > 0
+
+
+def _rows(url: str, name: str) -> tuple[int, int]:
+    """(cluster rows named `name`, audit rows of a cluster created under that name)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        clusters = conn.execute(
+            "SELECT count(*) FROM deployments_tritoncluster WHERE name = %s", [name]
+        ).fetchone()[0]
+        audits = conn.execute(
+            "SELECT count(*) FROM audit_auditevent WHERE action = 'cluster.created'"
+            " AND (object_repr = %s OR details::text LIKE %s)",
+            [name, f"%{name}%"],
+        ).fetchone()[0]
+    return clusters, audits
+
+
+def postgres_restart(stack, round_no: int) -> dict:
+    """PostgreSQL stopped (`pg_ctl stop -m fast`) under the web process with a write cut off
+    mid-transaction (its audit row waits on a lock held here, as in test_restarts.py),
+    started again after ~3 s; the write is retried with its Idempotency-Key once served."""
+    import threading
+
+    import httpx
+    import psycopg
+
+    pg, url = stack["pg"], stack["url"]
+    name, key = f"bench-cut-{os.getpid()}-{round_no}", f"bench-{os.getpid()}-{round_no}"
+    headers = {"Authorization": f"Token {stack['token']}", "Idempotency-Key": key}
+    body = {"name": name, "environment": "staging"}
+    answers: list = []
+
+    def write() -> None:
+        with httpx.Client(base_url=stack["base"], timeout=30, headers=headers) as client:
+            try:
+                answers.append(client.post("/api/v1/clusters/", json=body).status_code)
+            except Exception:
+                answers.append("error")
+
+    with _Probe(stack["base"], stack["token"]) as probe:
+        probe.first_200_after(time.monotonic())
+        time.sleep(1)
+        holder = psycopg.connect(url)
+        holder.execute("LOCK TABLE audit_auditevent IN ACCESS EXCLUSIVE MODE")
+        writer = threading.Thread(target=write)
+        writer.start()
+        try:
+            _wait(lambda: _waiting_on_a_lock(url), 10)
+            pg.stop()
+            down = time.monotonic()
+        finally:
+            writer.join(30)
+            holder.close()
+        time.sleep(max(0.0, down + RESTART_OUTAGE_S - time.monotonic()))
+        pg.start()
+        up = time.monotonic()
+        probe.first_200_after(up)
+        half_written = sum(_rows(url, name))  # the cut-off write left nothing (goal 0)
+        with httpx.Client(base_url=stack["base"], timeout=30, headers=headers) as client:
+            retried = client.post("/api/v1/clusters/", json=body).status_code
+        time.sleep(1)
+    figures = probe.figures(down, up)
+    figures.update(
+        cut_off_write=answers[0] if answers else None,
+        half_written_rows=half_written,
+        retry=retried,
+        stored_after_retry=_rows(url, name),
+    )
+    return figures
+
+
 def _world(fleet, work: str, port: int):
     from django.contrib.auth import get_user_model
 
@@ -371,7 +594,7 @@ def _line(name: str, values: list[float], unit: str = "s") -> str:
 
 
 def _report(rounds: list[dict]) -> None:
-    for key in ("push", "node", "db", "lane", "loss"):
+    for key in ("push", "node", "db", "lane", "loss", "redis", "pg"):
         print(f"-- {key}")
         for i, r in enumerate(rounds, 1):
             print(f"  round {i}: {r[key]}")
@@ -397,6 +620,21 @@ def _report(rounds: list[dict]) -> None:
     print(
         f"  failed requests: {[x['failed'] for x in loss]}, once back (goal 0): "
         f"{[x['failed_after_restart'] for x in loss]}; ends {[x['phase'] for x in loss]}"
+    )
+    for key, label in (("redis", "Redis"), ("pg", "PostgreSQL")):
+        cases = [r[key] for r in rounds]
+        print(_line(f"{label} restarted: start -> first 200", [x["first_200_s"] for x in cases]))
+        print(
+            f"  answered 503: {[x['answered_503'] for x in cases]}, 500 (goal 0): "
+            f"{[x['answered_500'] for x in cases]}, connection errors: "
+            f"{[x['connection_errors'] for x in cases]}"
+        )
+    pgs = [r["pg"] for r in rounds]
+    print(
+        f"  cut-off write answered {[x['cut_off_write'] for x in pgs]}, half-written rows "
+        f"(goal 0): {[x['half_written_rows'] for x in pgs]}, retry (goal 201): "
+        f"{[x['retry'] for x in pgs]}, (cluster, audit) rows after: "
+        f"{[x['stored_after_retry'] for x in pgs]}"
     )
 
 
@@ -429,7 +667,9 @@ def main(rounds: int) -> None:
             router = routing.router_for(world["prod"])
             router.apply(routing.router_state(world["prod"], []))
             results = []
+            stack = _own_stack(Path(work))
             try:
+                own = next(stack)
                 for i in range(rounds):
                     results.append(
                         {
@@ -438,10 +678,13 @@ def main(rounds: int) -> None:
                             "db": database_refused(world, Path(work), i),
                             "lane": busy_long_lane(world, Path(work)),
                             "loss": node_loss_at_20(world, fleet, port, i),
+                            "redis": redis_restart(own),
+                            "pg": postgres_restart(own, i),
                         }
                     )
                     print(f"round {i + 1}: {results[-1]}", flush=True)
             finally:
+                stack.close()
                 router.stop()
             _report(results)
     finally:
