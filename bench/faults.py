@@ -20,12 +20,13 @@ requests and the rows lost, every round printed.
    the release's end (goal SUCCEEDED, 0 failed requests once the node is back).
 6. Redis SIGKILLed under a running web process (a real daphne on a Redis and a PostgreSQL of
    the bench's own, tests/faults/own_services.py; the shared 6379 and 5432 are never
-   touched) and started again, empty, after 3 s, with a client sending one authenticated
-   API GET (/api/v1/clusters/, token) every 0.1 s: seconds from the restart to the first
-   200, requests answered 503 and with a connection error during the outage, and answered
-   500 (goal 0).
+   touched) and started again, empty, after 3 s, with a client asking for a websocket ticket
+   (POST /api/v1/auth/ws-ticket/, token: the ticket lives in Redis) every 0.1 s: seconds
+   from the restart to the first 200, requests answered 503 and with a connection error
+   during the outage, and answered 500 (goal 0).
 7. PostgreSQL stopped (pg_ctl stop -m fast) under the same web process (pool of 2
-   connections) and started again after 3 s, the same client: the same figures, and a
+   connections) and started again after 3 s, a client sending an API GET
+   (/api/v1/clusters/) every 0.1 s: the same figures, and a
    write (POST /api/v1/clusters/ with an Idempotency-Key) cut off mid-transaction by the
    stop (its audit row waits on a lock held by the bench, as in test_restarts.py), retried
    once served: rows it left half-written (goal 0), the retry's status (goal 201) and the
@@ -358,7 +359,9 @@ class _Probe:
     """One authenticated API GET every 0.1 s from a thread; (monotonic time, status or
     "error") of each answer."""
 
-    def __init__(self, base: str, token: str, path: str = "/api/v1/clusters/") -> None:
+    def __init__(
+        self, base: str, token: str, path: str = "/api/v1/clusters/", method: str = "GET"
+    ) -> None:
         import threading
 
         import httpx
@@ -366,7 +369,7 @@ class _Probe:
         self.client = httpx.Client(
             base_url=base, timeout=5, headers={"Authorization": f"Token {token}"}
         )
-        self.path, self.answers = path, []
+        self.path, self.method, self.answers = path, method, []
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -374,7 +377,7 @@ class _Probe:
         while not self.done.is_set():
             sent = time.monotonic()
             try:
-                status = self.client.get(self.path).status_code
+                status = self.client.request(self.method, self.path).status_code
             except Exception:
                 status = "error"
             self.answers.append((time.monotonic(), status))
@@ -458,8 +461,9 @@ def _own_stack(work: Path):
 
 
 def redis_restart(stack) -> dict:
-    """Redis SIGKILLed under the web process and started again (empty) after ~3 s."""
-    with _Probe(stack["base"], stack["token"]) as probe:
+    """Redis SIGKILLed under the web process and started again (empty) after ~3 s; the probe
+    asks for a websocket ticket, which lives in Redis (a page's live socket needs one)."""
+    with _Probe(stack["base"], stack["token"], "/api/v1/auth/ws-ticket/", "POST") as probe:
         probe.first_200_after(time.monotonic())
         time.sleep(1)
         stack["redis"].kill()
