@@ -82,6 +82,27 @@ class Verdict:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class LatencyJudge:
+    """The statistical judge's say on latency: the one-sided p-value that the candidate's
+    per-request latencies tend to be larger, and whether it decides (`decisive`)."""
+
+    p_value: float | None
+    decisive: bool
+    alpha: float = 0.01
+
+
+def latency_judge(
+    p_value: float | None, samples: tuple[int, int], *, mode: str, min_samples: int, alpha: float
+) -> LatencyJudge:
+    """`mode` "auto": decisive once candidate and baseline each have `min_samples` per-request
+    latencies; "on": whenever there is a p-value; "off": never (ratio and margin only)."""
+    decisive = p_value is not None and (
+        mode == "on" or (mode == "auto" and min(samples) >= min_samples)
+    )
+    return LatencyJudge(p_value, decisive, alpha)
+
+
 def analyze(
     candidate: Metrics,
     baseline: Metrics | None,
@@ -91,12 +112,16 @@ def analyze(
     latency_tolerance: float,
     success_margin_pct: float = 0.5,
     latency_margin_ms: float = 0.0,
+    judge: LatencyJudge | None = None,
 ) -> Verdict:
     """Pass when every applicable check passes; inconclusive below min_requests; else fail.
 
-    A candidate's latency may exceed the baseline's by `latency_tolerance` times or by
-    `latency_margin_ms`, whichever allows more: at a millisecond or two, ratios measure
-    scheduling noise rather than the model (1.6 ms against 1.2 ms is 1.33x).
+    Against the baseline, a candidate's latency fails when it exceeds the baseline's by
+    `latency_tolerance` times and, with a decisive `judge`, the judge is also sure it is
+    slower (p below alpha): a p99 over a few dozen requests moves by more than 1.3x on its
+    own. Without a decisive judge (too few per-request samples, no router log) the limit is
+    the larger of tolerance times and `latency_margin_ms` more: at a millisecond or two,
+    ratios measure scheduling noise rather than the model.
     """
     volume = _at_least("requests", "requests", candidate.seen, min_requests, "")
     if not volume.passed:
@@ -104,8 +129,10 @@ def analyze(
         return Verdict("inconclusive", [replace(volume, text=text)], f"inconclusive: {text}")
     base = baseline if baseline is not None and baseline.seen > 0 else None
     checks = [volume, *_success_checks(candidate, base, sla, success_margin_pct)]
+    decisive = judge if judge is not None and judge.decisive else None
+    margin = 0.0 if decisive else latency_margin_ms
     for name in ("avg_ms", "p99_ms"):
-        checks += _latency_checks(name, candidate, base, sla, latency_tolerance, latency_margin_ms)
+        checks += _latency_checks(name, candidate, base, sla, latency_tolerance, margin, decisive)
     if sla.max_queue_ms is not None and candidate.queue_ms is not None:
         checks.append(_at_most("queue_sla", "queue", candidate.queue_ms, sla.max_queue_ms))
     failed = [c for c in checks if not c.passed]
@@ -137,9 +164,11 @@ def _latency_checks(
     sla: SLA,
     tolerance: float,
     margin_ms: float = 0.0,
+    judge: LatencyJudge | None = None,
 ) -> list[Check]:
     """avg or p99 at or below the SLA (p99 SLA bounds both) and below the larger of
-    baseline × tolerance and baseline + margin_ms."""
+    baseline × tolerance and baseline + margin_ms; with a decisive `judge`, above that
+    limit fails only when the judge is sure the candidate is slower."""
     observed = getattr(candidate, name)
     if observed is None:
         return []
@@ -152,7 +181,13 @@ def _latency_checks(
         limit, shown = base * tolerance, f"{_n(tolerance)}×{_n(base)}"
         if base + margin_ms > limit:
             limit, shown = base + margin_ms, f"{_n(base)} + {_n(margin_ms)} ms"
-        checks.append(_at_most(f"{label}_vs_baseline", label, observed, limit, shown))
+        check = _at_most(f"{label}_vs_baseline", label, observed, limit, shown)
+        if judge is not None and not check.passed and judge.p_value >= judge.alpha:
+            unsure = f"{check.text} but not surely slower (p {judge.p_value:.2g} ≥ {judge.alpha:g})"
+            check = replace(check, passed=True, text=unsure)
+        elif judge is not None and not check.passed:
+            check = replace(check, text=f"{check.text} (p {judge.p_value:.2g} < {judge.alpha:g})")
+        checks.append(check)
     return checks
 
 

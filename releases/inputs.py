@@ -49,12 +49,19 @@ class AnalysisSettings:
     # "pause"s and says why (a human resumes, promotes or rolls back) or "rollback"s.
     max_inconclusive_checks: int = 10
     on_inconclusive: str = "pause"
+    # The statistical judge (Mann-Whitney U on per-request latencies from the router's log)
+    # decides the latency-vs-baseline checks: "auto" once each side has judge_min_samples
+    # latencies, "on" whenever it has any, "off" never (tolerance and margin alone).
+    latency_judge: str = "auto"
+    judge_alpha: float = 0.01
+    judge_min_samples: int = 50
 
 
 # key -> the words it takes
 ANALYSIS_CHOICES: dict[str, tuple[str, ...]] = {
     "on_node_loss": ("hold", "rollback"),
     "on_inconclusive": ("pause", "rollback"),
+    "latency_judge": ("auto", "on", "off"),
 }
 
 
@@ -79,6 +86,8 @@ ANALYSIS_RANGES: dict[str, tuple[type, float, float]] = {
     "fast_guard_error_floor": (float, 0.0, 1.0),
     "fast_guard_z": (float, 0.0, 10.0),
     "max_inconclusive_checks": (int, 1, 10_000),
+    "judge_alpha": (float, 1e-9, 0.5),
+    "judge_min_samples": (int, 1, 1_000_000),
 }
 
 

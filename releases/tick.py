@@ -21,7 +21,7 @@ from django.utils import timezone
 from deployments import locks
 from deployments.services import serving_owner_set
 from releases import effects, events, guard_log, interval, observe
-from releases.analysis import SLA, analyze, fast_guard, statistical_judge
+from releases.analysis import SLA, analyze, fast_guard, latency_judge, statistical_judge
 from releases.inputs import ReleaseInputError
 from releases.models import Release, ReleaseEvent
 from releases.routing import access_log_path
@@ -205,22 +205,33 @@ def _guard(release: Release, metrics: dict, now: float) -> dict:
 
 def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> dict:
     """The gates' verdict on a finished interval, recorded in `release.last_analysis`."""
-    spec = release.spec()
+    spec, knobs = release.spec(), release.analysis_settings()
+    p_values = _p_values(metrics)
+    latencies = metrics["latencies"]
+    judge = latency_judge(
+        p_values["latency_p_value"],
+        (len(latencies["candidate"]), len(latencies["baseline"])),
+        mode=knobs.latency_judge,
+        min_samples=knobs.judge_min_samples,
+        alpha=knobs.judge_alpha,
+    )
     verdict = analyze(
         metrics["candidate"],
         metrics["baseline"],
         _sla(release),
         min_requests=spec.min_requests,
         latency_tolerance=spec.latency_tolerance,
-        latency_margin_ms=release.analysis_settings().latency_margin_ms,
+        latency_margin_ms=knobs.latency_margin_ms,
+        judge=judge,
     )
     release.last_analysis = events.analysis_payload(release, verdict, metrics, now, started=started)
-    release.last_analysis["judge"] = _p_values(metrics)
+    release.last_analysis["judge"] = {**p_values, "decisive": judge.decisive}
     return {"verdict": verdict.result, "verdict_reason": verdict.reason, "verdict_at": now}
 
 
 def _p_values(metrics: dict) -> dict:
-    """The statistical judge's p-values for the record (the gates above decide)."""
+    """The statistical judge's p-values: the latency one decides the latency-vs-baseline
+    checks when the judge is decisive (releases/analysis.py `latency_judge`)."""
     cand, base = metrics["candidate"], metrics["baseline"]
     (cand_n, cand_e), (base_n, base_e) = cand.worst_counts(), base.worst_counts()
     judgement = statistical_judge(

@@ -7,6 +7,7 @@ from releases.analysis import (
     Metrics,
     analyze,
     fast_guard,
+    latency_judge,
     mann_whitney_greater,
     statistical_judge,
     two_proportion_greater,
@@ -174,3 +175,48 @@ def test_latency_margin_forgives_millisecond_noise_but_not_a_real_slowdown() -> 
     assert "avg 2.5 > 1.2 + 1 ms" in v.reason and "p99 9 > 3 + 1 ms" in v.reason
     big = judge(Metrics(500, 0, 30, 60), Metrics(5000, 0, 20, 40), latency_margin_ms=1.0)
     assert "avg 30 > 1.3×20" in big.reason and "p99 60 > 1.3×40" in big.reason
+
+
+def _latencies(rng, centre_ms: float, n: int) -> list[float]:
+    return list(centre_ms * (1 + 0.5 * rng.random(n)) + rng.exponential(0.2 * centre_ms, n))
+
+
+def test_a_decisive_judge_keeps_a_noisy_p99_from_failing_an_identical_candidate() -> None:
+    # The false rollback: p99 9 ms against 6 ms over ~80 samples, judge p = 0.56.
+    base, cand = Metrics(80, 0, 5.0, 6.0), Metrics(80, 0, 5.1, 9.0)
+    j = latency_judge(0.56, (80, 80), mode="auto", min_samples=50, alpha=0.01)
+    assert j.decisive
+    v = analyze(
+        cand, base, SLA(p99_latency_ms=500), min_requests=50, latency_tolerance=1.3, judge=j
+    )
+    assert v.result == "pass", v.reason
+    assert "p99 9 > 1.3×6 but not surely slower (p 0.56 ≥ 0.01)" in v.reason
+
+
+def test_a_1_ms_model_at_twice_its_latency_fails_without_any_absolute_slack() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    base_l, cand_l = _latencies(rng, 1.0, 400), _latencies(rng, 2.0, 400)
+    p = mann_whitney_greater(cand_l, base_l)
+    j = latency_judge(p, (400, 400), mode="auto", min_samples=50, alpha=0.01)
+    base, cand = Metrics(400, 0, 1.1, 1.6), Metrics(400, 0, 2.0, 2.5)
+    sla = SLA(p99_latency_ms=500)
+    v = analyze(
+        cand, base, sla, min_requests=50, latency_tolerance=1.3, latency_margin_ms=1.0, judge=j
+    )
+    assert failed(v) == {"avg_vs_baseline", "p99_vs_baseline"}, v.reason
+    assert "avg 2 > 1.3×1.1 (p " in v.reason  # no "+ 1 ms" once the judge decides
+    # Without a decisive judge the millisecond margin still forgives the same numbers:
+    few = latency_judge(p, (20, 20), mode="auto", min_samples=50, alpha=0.01)
+    assert not few.decisive
+    lenient = analyze(
+        cand, base, sla, min_requests=50, latency_tolerance=1.3, latency_margin_ms=1.0, judge=few
+    )
+    assert failed(lenient) == set(), lenient.reason  # 2 ≤ 1.1 + 1 ms, 2.5 ≤ 1.6 + 1 ms
+
+
+def test_judge_modes() -> None:
+    assert latency_judge(0.5, (1, 1), mode="on", min_samples=50, alpha=0.01).decisive
+    assert not latency_judge(0.5, (99, 99), mode="off", min_samples=50, alpha=0.01).decisive
+    assert not latency_judge(None, (99, 99), mode="on", min_samples=50, alpha=0.01).decisive
