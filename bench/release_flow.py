@@ -14,7 +14,8 @@ The clients run in a process of their own: 4 keep-alive connections in a closed 
 Ticks: in this process every TICK_S (the loads they start run inline), or with
 BENCH_TICKS=worker as production runs them: a real Celery beat queueing `releases.tick_active`
 every second, a worker on the releases lane (2 slots, nice 10, as `make demo` starts it) and
-one on the fleet lane (the serving-set loads, reconcile, router sync).
+one on the fleet lane (the serving-set loads, reconcile, router sync); BENCH_LONG_BUSY=1 adds
+a long-lane worker whose one slot a benchmark holds during every faulty run.
 Usage: .venv/bin/python bench/release_flow.py [upload|filesystem]
 """
 
@@ -40,6 +41,10 @@ TICK_S = float(os.environ.get("BENCH_TICK_S", 1.0))  # celery beat ticks active 
 # ticker; 0 to compare.
 TICK_NICE = int(os.environ.get("BENCH_TICK_NICE", 10))
 TICKS_BY = os.environ.get("BENCH_TICKS", "inprocess")  # or "worker": real beat and workers
+# With BENCH_TICKS=worker: a worker on the long lane (1 slot) kept busy by a benchmark on a
+# staging cluster of the first node for every faulty run (the issue's "every long-work slot
+# busy").
+LONG_BUSY = os.environ.get("BENCH_LONG_BUSY") == "1"
 # A p99 over ~6000 requests moves with scheduling hiccups: on the 2-core VM the p99 of 5 s
 # windows of steady traffic varies by up to 1.3x with nothing else happening. Median of runs.
 GOOD_RUNS = int(os.environ.get("BENCH_GOOD_RUNS", 5))
@@ -159,7 +164,7 @@ def _celery_processes(work: str, database_url: str) -> list[subprocess.Popen]:
     """Beat and a worker per lane the release needs, on this run's database and queue; each
     logs to <work>/<name>.log. Returns once both workers answer a ping."""
     from controlplane.celery import app
-    from controlplane.queues import FLEET, RELEASES, lane_queue
+    from controlplane.queues import FLEET, LONG, RELEASES, lane_queue
 
     base = app.conf.task_default_queue
     env = {
@@ -178,6 +183,9 @@ def _celery_processes(work: str, database_url: str) -> list[subprocess.Popen]:
         "beat": [*nice, *celery, "beat", f"--schedule={work}/celerybeat-schedule"],
     }
     lanes = {"worker-releases": RELEASES, "worker": FLEET}
+    if LONG_BUSY:
+        names["worker-long"] = [*nice, *celery, "worker", "--concurrency=1"]
+        lanes["worker-long"] = LONG
     procs = []
     for name, args in names.items():
         if name in lanes:
@@ -197,7 +205,7 @@ def _celery_processes(work: str, database_url: str) -> list[subprocess.Popen]:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         answered = app.control.ping(timeout=1.0) or []
-        if sum(1 for r in answered for host in r if host.startswith("bench-")) >= 2:
+        if sum(1 for r in answered for host in r if host.startswith("bench-")) >= len(lanes):
             return procs
     _stop(procs)
     raise SystemExit(f"the bench's workers did not start; see {work}/*.log")
@@ -370,8 +378,55 @@ def _trace(name, traffic, release):
         json.dump({"samples": traffic.samples, "events": events, "ticks": TICKS}, out)
 
 
+def _long_lane_busy(world, run: int):
+    """A 60 s benchmark holding the long lane's one slot; returns it once it runs."""
+    from benchmarks.models import BenchmarkRun
+    from benchmarks.services import benchmark_create
+    from deployments.services import cluster_create, node_create
+    from models_registry.services import model_create
+    from tests.registry.archives import register_risk_score_as
+
+    if "staging" not in world:
+        staging = cluster_create(
+            actor=world["rita"], name="bench-staging", environment="staging", router={}
+        )
+        node = world["cluster"].nodes.order_by("pk").first()
+        urls = {"http_url": node.http_url, "grpc_url": node.grpc_url}
+        node_create(cluster=staging, actor=world["rita"], name=node.name, **urls)
+        world["staging"] = staging
+    busy = model_create(name=f"bench_busy{run}", team="fraud", actor=world["ada"])
+    version = register_risk_score_as(busy, world["ada"], 1)
+    bench = benchmark_create(
+        version=version,
+        cluster=world["staging"],
+        concurrency=[1],
+        duration_s=60,
+        actor=world["ada"],
+    )
+    deadline = time.monotonic() + 60
+    while BenchmarkRun.objects.get(pk=bench.pk).status != "running":
+        if time.monotonic() > deadline:
+            raise SystemExit("the busy benchmark did not start on the long lane")
+        time.sleep(0.2)
+    return bench
+
+
+def _long_lane_free(world, bench) -> None:
+    from benchmarks.models import BenchmarkRun
+    from benchmarks.services import benchmark_cancel
+
+    row = BenchmarkRun.objects.get(pk=bench.pk)
+    if row.status != "running":
+        raise SystemExit(f"the busy benchmark was {row.status} before the run ended")
+    benchmark_cancel(run=row, actor=world["ada"])
+    deadline = time.monotonic() + 60
+    while not BenchmarkRun.objects.get(pk=bench.pk).is_finished and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def _bad(world, port, sla, release_create, Release, setup, run: int) -> tuple[float, float]:
     _, _, candidate = setup(world, f"bench_bad{run}", 3, sla)
+    busy = _long_lane_busy(world, run) if LONG_BUSY else None
     traffic = TimedTraffic(port, f"bench_bad{run}")
     with traffic:
         time.sleep(3)
@@ -394,6 +449,8 @@ def _bad(world, port, sla, release_create, Release, setup, run: int) -> tuple[fl
             if "0% to" in e.message and e.created_at.timestamp() > fault_at
         )
     detect = zero_at - fault_at
+    if busy is not None:
+        _long_lane_free(world, busy)  # still running: the long lane was busy the whole run
     _trace(f"bad{run}", traffic, release)
     rate = sum(1 for t, *_ in traffic.samples if fault_at - 3 <= t < fault_at) / 3
     # Connections closed by a reload before any byte are retried (counted apart).
@@ -413,5 +470,5 @@ def _bad(world, port, sla, release_create, Release, setup, run: int) -> tuple[fl
 
 if __name__ == "__main__":
     MODE = sys.argv[1] if len(sys.argv) > 1 else "upload"
-    print(f"push mode: {MODE}; ticks: {TICKS_BY}")
+    print(f"push mode: {MODE}; ticks: {TICKS_BY}; long lane busy: {LONG_BUSY}")
     main()
