@@ -342,17 +342,6 @@ def busy_long_lane(world, work: Path) -> dict:
 
 
 RESTART_OUTAGE_S = 3.0
-SEED = """
-from django.contrib.auth.models import Group, User
-from django.core.management import call_command
-
-from accounts.services import api_token_create
-
-call_command("migrate", interactive=False, verbosity=0, skip_checks=True)
-olga = User.objects.create_user("olga", password="pw-olga")
-olga.groups.add(Group.objects.get_or_create(name="release-managers")[0])
-print("TOKEN", api_token_create(user=olga, name="restarts")[1])
-"""  # as tests/faults/test_restarts.py seeds its own PostgreSQL
 
 
 class _Probe:
@@ -421,8 +410,8 @@ def _own_stack(work: Path):
     """A Redis and a PostgreSQL of the bench's own (tests/faults/own_services.py, free ports;
     the shared 5432 and 6379 are never touched), the database migrated with a token, and a
     real daphne on both with a pool of 2 connections. A generator: close() stops it all."""
-    from tests.conftest import child_environment, serve_daphne
-    from tests.faults.own_services import OwnPostgres, OwnRedis
+    from tests.conftest import serve_daphne
+    from tests.faults.own_services import OwnPostgres, OwnRedis, migrate_and_seed
 
     folder = work / "own-redis"
     folder.mkdir()
@@ -432,17 +421,7 @@ def _own_stack(work: Path):
         pg.init("switchyard")
         url = pg.url("switchyard")
         env = {"DATABASE_URL": url, "SWITCHYARD_TEST_REDIS_URL": redis_server.url}
-        seeded = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", SEED],
-            cwd=ROOT,
-            env=child_environment(**env),
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        if seeded.returncode != 0:
-            raise RuntimeError(seeded.stderr[-3000:])
-        token = next(x for x in seeded.stdout.splitlines() if x.startswith("TOKEN ")).split()[1]
+        token = migrate_and_seed(env)
         server = serve_daphne(
             work / "own-daphne.log",
             **env,

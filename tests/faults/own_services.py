@@ -140,3 +140,36 @@ class OwnPostgres:
     def log_tail(self) -> str:
         path = self.root / "postgres.log"
         return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+
+SEED = """
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+
+from accounts.services import api_token_create
+
+call_command("migrate", interactive=False, verbosity=0, skip_checks=True)
+olga = User.objects.create_user("olga", password="pw-olga")
+olga.groups.add(Group.objects.get_or_create(name="release-managers")[0])
+print("TOKEN", api_token_create(user=olga, name="restarts")[1])
+"""
+
+
+def migrate_and_seed(env: dict[str, str], timeout_s: float = 180) -> str:
+    """Migrate the database `env` names (DATABASE_URL) and add a release manager, olga, in a
+    process of its own; her API token. RuntimeError with the output's end when it fails."""
+    import sys
+
+    from tests.conftest import ROOT, child_environment
+
+    seeded = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", SEED],
+        cwd=ROOT,
+        env=child_environment(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    if seeded.returncode != 0:
+        raise RuntimeError(seeded.stderr[-3000:])
+    return next(x for x in seeded.stdout.splitlines() if x.startswith("TOKEN ")).split()[1]

@@ -15,8 +15,6 @@ machine's shared ones are never touched) and a real daphne pointed at them:
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -29,8 +27,8 @@ import pytest
 from accounts.services import api_token_create
 from deployments.models import TritonCluster
 from tests.browser.helpers import login
-from tests.conftest import ROOT, child_environment, in_thread, serve_daphne, wait_for
-from tests.faults.own_services import OwnPostgres, OwnRedis
+from tests.conftest import in_thread, serve_daphne, wait_for
+from tests.faults.own_services import OwnPostgres, OwnRedis, migrate_and_seed
 
 POINTS = "Number(document.getElementById('chart-rate').dataset.points || 0)"
 BADGE = "[data-testid=ws-badge]"
@@ -150,18 +148,6 @@ def test_a_redis_restart_under_a_live_page(own_redis, page, make_user, tmp_path)
 
 # ---------------------------------------------------------------- PostgreSQL
 
-SEED = """
-from django.contrib.auth.models import Group, User
-from django.core.management import call_command
-
-from accounts.services import api_token_create
-
-call_command("migrate", interactive=False, verbosity=0, skip_checks=True)
-olga = User.objects.create_user("olga", password="pw-olga")
-olga.groups.add(Group.objects.get_or_create(name="release-managers")[0])
-print("TOKEN", api_token_create(user=olga, name="restarts")[1])
-"""
-
 
 @pytest.fixture
 def pg_stack(own_redis, tmp_path):
@@ -172,16 +158,7 @@ def pg_stack(own_redis, tmp_path):
         pg.init("switchyard")
         url = pg.url("switchyard")
         env = {"DATABASE_URL": url, "SWITCHYARD_TEST_REDIS_URL": own_redis.url}
-        seeded = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", SEED],
-            cwd=ROOT,
-            env=child_environment(**env),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert seeded.returncode == 0, seeded.stderr[-3000:]
-        token = next(line for line in seeded.stdout.splitlines() if line.startswith("TOKEN "))
+        token = migrate_and_seed(env)
         log = tmp_path / "daphne.log"
         server = serve_daphne(
             log,
@@ -193,7 +170,7 @@ def pg_stack(own_redis, tmp_path):
         )
         base = f"http://{next(server)}"
         try:
-            yield {"pg": pg, "url": url, "base": base, "token": token.split()[1], "log": log}
+            yield {"pg": pg, "url": url, "base": base, "token": token, "log": log}
         finally:
             server.close()
     finally:
