@@ -28,3 +28,17 @@ def drop_queued_tasks() -> int:
         for queue in all_queues(app.conf.task_default_queue):
             dropped += channel.queue_purge(queue) or 0
     return dropped
+
+
+def wait_until(predicate, timeout_s: float, what: str = "", step: float = 0.1):
+    """The first truthy value `predicate()` returns, polled every `step` s; RuntimeError
+    naming `what` after `timeout_s`."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise RuntimeError(f"{what or 'the condition'}: not within {timeout_s} s")

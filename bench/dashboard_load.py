@@ -43,6 +43,7 @@ MODEL = "bench_dash"
 TRAFFIC_RATE = 40.0  # req/s through the router, as `make demo`'s traffic (--rps 40)
 WEB_POOL = "10"  # SWITCHYARD_DATABASE_POOL_SIZE of the web, as `make demo` and the web kind
 sys.path.insert(0, str(ROOT))
+from bench.common import wait_until  # noqa: E402
 
 
 def _environment(work: Path) -> None:
@@ -105,16 +106,6 @@ def _stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(5)
-
-
-def _wait(predicate, timeout_s: float, what: str, step: float = 0.3):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise SystemExit(f"{what}: not within {timeout_s} s")
 
 
 def _control_plane(work: Path, port: int) -> dict[str, subprocess.Popen]:
@@ -465,9 +456,9 @@ def main(users: int, seconds: float) -> None:
             router = routing.router_for(world["cluster"])
             procs = _control_plane(work, web_port)
             base = f"http://127.0.0.1:{web_port}"
-            _wait(lambda: _answers(f"{base}/login/"), 60, "daphne")
+            wait_until(lambda: _answers(f"{base}/login/"), 60, "daphne")
             host = f"bench-dash-releases-{os.getpid()}@localhost"
-            _wait(lambda: app.control.ping(destination=[host], timeout=0.5), 90, "worker")
+            wait_until(lambda: app.control.ping(destination=[host], timeout=0.5), 90, "worker")
             connection.close()
             with TimedTraffic(router_port, MODEL, rate=TRAFFIC_RATE) as traffic:
                 time.sleep(3)  # the collector and the router see steady traffic first
@@ -482,7 +473,7 @@ def main(users: int, seconds: float) -> None:
                     progress_deadline_s=120,
                 )
                 row = Release.objects.filter(pk=release.pk)
-                _wait(lambda: row.get().phase != "PENDING", 60, "the first tick", step=0.5)
+                wait_until(lambda: row.get().phase != "PENDING", 60, "the first tick", step=0.5)
                 load_before, cpu_before = os.getloadavg(), _cpu(procs, fleet)
                 parent, child = multiprocessing.get_context("spawn").Pipe()
                 config = {

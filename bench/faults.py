@@ -46,21 +46,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
-from bench.common import drop_queued_tasks, use_bench_queue  # noqa: E402
+from bench.common import drop_queued_tasks, use_bench_queue, wait_until  # noqa: E402
 
 use_bench_queue()
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
 LEASE_S = 3.0
-
-
-def _wait(predicate, timeout_s: float, step: float = 0.1):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise RuntimeError(f"not within {timeout_s} s")
 
 
 def _worker(log: Path, queues: list[str], env: dict | None = None) -> subprocess.Popen:
@@ -78,7 +68,7 @@ def _worker(log: Path, queues: list[str], env: dict | None = None) -> subprocess
     environment["DJANGO_SETTINGS_MODULE"] = "controlplane.settings.dev"
     with open(log, "ab") as out:
         proc = subprocess.Popen(args, cwd=ROOT, env=environment, stdout=out, stderr=out)
-    _wait(lambda: app.control.ping(destination=[name], timeout=0.5), 60)
+    wait_until(lambda: app.control.ping(destination=[name], timeout=0.5), 60)
     return proc
 
 
@@ -108,11 +98,11 @@ def push_kill(world, work: Path, round_no: int) -> dict:
     worker = _worker(work / "push.log", all_queues(base), {"SWITCHYARD_WORK_LEASE_S": "3"})
     deployment = deployment_create(cluster=world["staging"], version=version, actor=world["user"])
     rows = DeploymentNode.objects.filter(deployment=deployment)
-    _wait(lambda: rows.filter(status=DeploymentNode.Status.LOADING).exists(), 30)
+    wait_until(lambda: rows.filter(status=DeploymentNode.Status.LOADING).exists(), 30)
     worker.kill()
     worker.wait(10)
     killed = time.monotonic()
-    _wait(lambda: deployments_lost_sweep() or None, 30, step=1.0)
+    wait_until(lambda: deployments_lost_sweep() or None, 30, step=1.0)
     recovered = time.monotonic() - killed
     again = deployment_create(cluster=world["staging"], version=version, actor=world["user"])
     Deployment.objects.filter(pk=again.pk).update(status=Deployment.Status.FAILED)
@@ -136,7 +126,7 @@ def node_kill(world, fleet, port: int) -> dict:
         time.sleep(2)
         fleet.kill(two)
         killed = time.monotonic()
-        _wait(lambda: routing.router_sync(cluster) or None, 60, step=1.0)
+        wait_until(lambda: routing.router_sync(cluster) or None, 60, step=1.0)
         dropped_s, failed_until_drop = time.monotonic() - killed, traffic.failed
         fleet.restart(two)
         restarted = time.monotonic()
@@ -146,7 +136,7 @@ def node_kill(world, fleet, port: int) -> dict:
             routing.router_sync(cluster)
             return two.http_url in upstreams()
 
-        _wait(rejoined, 120, step=1.0)
+        wait_until(rejoined, 120, step=1.0)
         rejoin_s, failed_while_out = (
             time.monotonic() - restarted,
             traffic.failed - failed_until_drop,
@@ -258,7 +248,7 @@ def database_refused(world, work: Path, round_no: int) -> dict:
         return collector_status_read().scrape_errors.get(("bench-ghost", node), 0)
 
     try:
-        _wait(lambda: errors("ghost") > 0, 60)
+        wait_until(lambda: errors("ghost") > 0, 60)
         gate.close()
         # A node added while the collector cannot read the database: it shows once it can.
         name = f"late{os.getpid()}-{round_no}"  # status counts of earlier runs stay in Redis
@@ -272,7 +262,7 @@ def database_refused(world, work: Path, round_no: int) -> dict:
         alive = proc.poll() is None
         gate.open()
         opened = time.monotonic()
-        _wait(lambda: errors(name) > 0, 60)
+        wait_until(lambda: errors(name) > 0, 60)
         resumed = time.monotonic() - opened
     finally:
         gate.close()
@@ -323,7 +313,7 @@ def busy_long_lane(world, work: Path) -> dict:
 
             run_benchmark.apply_async(args=[run.pk], queue=target)
             row = BenchmarkRun.objects.filter(pk=run.pk)
-            _wait(lambda row=row: row.get().status == "running", 30)
+            wait_until(lambda row=row: row.get().status == "running", 30)
             started = time.monotonic()
             result = tick.apply_async(args=[2_000_000_000], queue=target, ignore_result=False)
             try:
@@ -333,7 +323,7 @@ def busy_long_lane(world, work: Path) -> dict:
                 out[label] = float("inf")
             if not row.get().is_finished:  # with one queue the tick ran after it ended
                 benchmark_cancel(run=row.get(), actor=world["user"])
-            _wait(lambda row=row: row.get().is_finished, 60)
+            wait_until(lambda row=row: row.get().is_finished, 60)
         finally:
             _stop(long_worker)
             if urgent is not None:
@@ -388,7 +378,7 @@ class _Probe:
         self.quiet.setLevel(self.level)
 
     def first_200_after(self, t: float, timeout_s: float = 30):
-        return _wait(
+        return wait_until(
             lambda: next((at for at, s in list(self.answers) if at > t and s == 200), None),
             timeout_s,
             step=0.05,
@@ -510,7 +500,7 @@ def postgres_restart(stack, round_no: int) -> dict:
         writer = threading.Thread(target=write)
         writer.start()
         try:
-            _wait(lambda: _waiting_on_a_lock(url), 10)
+            wait_until(lambda: _waiting_on_a_lock(url), 10)
             pg.stop()
             down = time.monotonic()
         finally:
