@@ -61,20 +61,12 @@ def set_weights(release: Release, weight: float | None) -> None:
     release.router_weight = weight
 
 
-def load_serving(release: Release, which: str, *, inline: bool) -> bool:
+def load_serving(release: Release, which: str, *, inline: bool) -> None:
     """Make exactly these versions loaded on every node (desired state first), by a load on
-    the fleet lane that this tick starts or observes (releases/loads.py); True once done,
-    False while it runs; LoadFailed naming the nodes that did not load them."""
-    try:
-        serving_load_step(release, which, inline=inline)
-    except LoadPending:
-        return False
+    the fleet lane that this tick starts or observes (releases/loads.py): LoadPending while
+    it runs (the effects after it wait), LoadFailed naming the nodes that did not load them."""
+    serving_load_step(release, which, inline=inline)
     release.applied_serving = which
-    return True
-
-
-class Pending(Exception):
-    """An effect still under way (a load on the fleet lane): the effects after it wait."""
 
 
 def _one(release: Release, effect, *, inline: bool) -> str | None:
@@ -85,8 +77,7 @@ def _one(release: Release, effect, *, inline: bool) -> str | None:
             return f"router: {effect.candidate:g}% to v{release.candidate.version}"
     elif isinstance(effect, LoadServingSet):
         if release.applied_serving != effect.versions:
-            if not load_serving(release, effect.versions, inline=inline):
-                raise Pending(effect.versions)
+            load_serving(release, effect.versions, inline=inline)
             return f"serving set on every node: {effect.versions}"
     elif isinstance(effect, MoveAlias):
         alias = release.model.aliases.filter(name=effect.alias).first()
@@ -123,7 +114,7 @@ def apply_all(release: Release, decision, *, inline_loads: bool = False) -> list
         done.append(_event(release, decision, "effect_failed", str(exc)))
     except (RouterError, CorruptArtifact) as exc:
         done.append(_event(release, decision, "effect_failed", str(exc)))
-    except Pending:
+    except LoadPending:
         pass  # a load on the fleet lane: observed by the next tick
     return done
 
