@@ -16,6 +16,9 @@ from scipy import stats
 
 Result = Literal["pass", "fail", "inconclusive"]
 
+# Points of success a candidate may fall below a worse baseline (the gates and the guard).
+SUCCESS_MARGIN_PCT = 0.5
+
 
 @dataclass(frozen=True)
 class Metrics:
@@ -110,7 +113,7 @@ def analyze(
     *,
     min_requests: int,
     latency_tolerance: float,
-    success_margin_pct: float = 0.5,
+    success_margin_pct: float = SUCCESS_MARGIN_PCT,
     latency_margin_ms: float = 0.0,
     judge: LatencyJudge | None = None,
 ) -> Verdict:
@@ -209,35 +212,74 @@ class Guard:
     reason: str
     error_rate: float | None = None
     lower_bound: float | None = None  # one-sided lower confidence bound of the error rate
-    limit: float | None = None  # the error rate the bound must exceed to trip
+    limit: float | None = None  # the allowed error rate: the bound must exceed it to trip
     requests: int = 0
     errors: int = 0
+    allowance: str = ""  # where the limit comes from, for people
 
     def __bool__(self) -> bool:
         return self.tripped
+
+
+def error_allowance(
+    sla: SLA,
+    baseline: tuple[int, int] | None = None,
+    *,
+    without_sla: float = 0.05,
+    margin_pct: float = SUCCESS_MARGIN_PCT,
+    min_requests: int = 10,
+) -> tuple[float, str]:
+    """The error rate a candidate is allowed and why: 1 - the SLA's min_success_rate
+    (`without_sla` when the SLA sets none), or, when a baseline with at least `min_requests`
+    (requests, errors) fails more than that, the baseline's rate plus `margin_pct` points."""
+    if sla.min_success_rate is not None:
+        limit = 1.0 - sla.min_success_rate / 100.0
+        why = f"SLA {_n(sla.min_success_rate)}% success"
+    else:
+        limit, why = without_sla, "no SLA success rate"
+    if baseline is not None and baseline[0] >= min_requests:
+        worse = baseline[1] / baseline[0] + margin_pct / 100.0
+        if worse > limit:
+            limit = worse
+            why = f"baseline {_n(100 * baseline[1] / baseline[0])}% + {_n(margin_pct)}"
+    return min(limit, 1.0), why
 
 
 def fast_guard(
     candidate: Metrics,
     sla: SLA,
     *,
-    min_requests: int = 20,
-    error_rate_floor: float = 0.2,
-    z: float = 3.09,
+    baseline: Metrics | None = None,
+    min_requests: int = 10,
+    min_errors: int = 2,
+    error_rate_floor: float = 0.05,
+    z: float = 1.645,
 ) -> Guard:
-    """Trip only when the candidate's error rate is surely (99.9 %) above SLA and floor."""
+    """Trip as soon as the candidate's error rate is statistically sure to exceed what it is
+    allowed (`error_allowance`: the SLA's, or a worse baseline's plus a margin): the one-sided
+    Wilson lower bound (z 1.645: 95 %) of its rate over the requests seen is above the limit.
+    Never on fewer than `min_requests` requests or `min_errors` errors: one unlucky error
+    among a few requests is no evidence. `error_rate_floor` is the allowance of an SLA
+    without a success rate."""
     n, errors = candidate.worst_counts()
-    allowed = 0.0 if sla.min_success_rate is None else 1.0 - sla.min_success_rate / 100.0
-    limit = max(error_rate_floor, allowed)
+    limit, why = error_allowance(
+        sla,
+        baseline.worst_counts() if baseline is not None else None,
+        without_sla=error_rate_floor,
+        min_requests=min_requests,
+    )
+    counts = {"limit": limit, "requests": n, "errors": errors, "allowance": why}
+    allowed = f"{_n(100 * limit)}% allowed ({why})"
     if n < min_requests:
-        why = f"{n} requests < {min_requests}: too few to judge"
-        return Guard(False, why, limit=limit, requests=n, errors=errors)
+        return Guard(False, f"{n} requests < {min_requests}: too few to judge", **counts)
     rate, low = errors / n, wilson_lower_bound(errors, n, z)
     shown = f"{errors}/{n} errors ({_n(100 * rate)}%, lower bound {_n(100 * low)}%)"
-    counts = {"limit": limit, "requests": n, "errors": errors}
+    if errors < min_errors:
+        why_not = f"{shown}: fewer than {min_errors} errors"
+        return Guard(False, why_not, rate, low, **counts)
     if low > limit:
-        return Guard(True, f"{shown} > {_n(100 * limit)}%", rate, low, **counts)
-    return Guard(False, f"{shown} not surely > {_n(100 * limit)}%", rate, low, **counts)
+        return Guard(True, f"{shown} > {allowed}", rate, low, **counts)
+    return Guard(False, f"{shown} not surely > {allowed}", rate, low, **counts)
 
 
 def wilson_lower_bound(successes: int, n: int, z: float) -> float:

@@ -6,8 +6,8 @@ writes nothing to the database. Each tick that saves the release stores them on 
 cache's are pure.
 
 Each sample is what the guard judged at one tick: the candidate's requests and errors since
-the analysis interval started (so they grow within an interval and restart with the next),
-the error rate, its lower confidence bound and the limit that bound must exceed to trip.
+it first took traffic in this release (they only grow), the error rate, its lower confidence
+bound and the limit (the allowed error rate) that bound must exceed to trip.
 """
 
 from __future__ import annotations

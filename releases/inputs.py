@@ -37,11 +37,14 @@ class AnalysisSettings:
     max_failed_checks: int = 2
     latency_tolerance: float = 1.3
     latency_margin_ms: float = 1.0
-    # React within a couple of seconds to a clearly failing candidate (a 99.5 % lower bound
-    # above 5 % errors), never to one unlucky request.
+    # The fast guard rolls back as soon as a one-sided bound (z 1.645: 95 %) on the
+    # candidate's error rate over all its requests so far exceeds what it is allowed: 1 - the
+    # SLA's min_success_rate (fast_guard_error_floor when the SLA sets none) or a worse
+    # baseline's rate plus 0.5 points; never on fewer requests or errors than the minimums.
     fast_guard_min_requests: int = 10
+    fast_guard_min_errors: int = 2
     fast_guard_error_floor: float = 0.05
-    fast_guard_z: float = 2.58
+    fast_guard_z: float = 1.645
     # A node out of service while the candidate takes traffic: "hold" the weight until every
     # node serves it again (bounded by the progress deadline), or "rollback" at once.
     on_node_loss: str = "hold"
@@ -83,6 +86,7 @@ ANALYSIS_RANGES: dict[str, tuple[type, float, float]] = {
     "latency_tolerance": (float, 1.0, 100.0),
     "latency_margin_ms": (float, 0.0, 60_000.0),
     "fast_guard_min_requests": (int, 1, 1_000_000),
+    "fast_guard_min_errors": (int, 1, 1_000_000),
     "fast_guard_error_floor": (float, 0.0, 1.0),
     "fast_guard_z": (float, 0.0, 10.0),
     "max_inconclusive_checks": (int, 1, 10_000),

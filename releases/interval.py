@@ -3,10 +3,11 @@
 A release judges its candidate over intervals. The one being watched is stored on the
 release (`Release.interval`) as {"marker": [step_index, weight], "start": reading}, where a
 reading is {"at": epoch seconds, "log_offset": the router log's size, "nodes": {node:
-{version: counters}}}. An interval belongs to one step at one weight (its marker): when the
-step or the weight moves, a new one opens. Each tick watches the open interval (the fast
-guard reads it); once it has lasted the analysis interval while PROGRESSING it is judged and
-the next one opens.
+{version: counters}}}, and "carried" holds the fast guard's counts of the intervals before
+it (the guard judges the release's whole traffic, not one interval). An interval belongs to
+one step at one weight (its marker): when the step or the weight moves, a new one opens.
+Each tick watches the open interval (the fast guard reads it with what it carried); once it
+has lasted the analysis interval while PROGRESSING it is judged and the next one opens.
 
 Counter deltas follow the one restart rule (`integrations.triton.metrics.counter_deltas`):
 a node whose counters went down since the start (Triton or the model restarted), or whose
@@ -33,9 +34,23 @@ def reading(*, at: float, log_offset: int, nodes: dict[str, dict[str, dict]]) ->
     return {"at": at, "log_offset": log_offset, "nodes": nodes}
 
 
-def opened(mark: list, start: dict) -> dict:
-    """A new interval of `mark`, starting at the reading `start`."""
-    return {"marker": mark, "start": start}
+def opened(mark: list, start: dict, carried: dict | None = None) -> dict:
+    """A new interval of `mark`, starting at the reading `start`, with the fast guard's
+    counts of the intervals before it (`carried`, see `totals`)."""
+    return {"marker": mark, "start": start, "carried": carried or {}}
+
+
+def totals(interval: dict | None, seen: dict[str, tuple[int, int]]) -> dict[str, list[int]]:
+    """The fast guard's evidence: per role ("candidate", "baseline") [requests, errors] of
+    the release so far, the intervals before this one (their counts carried from interval
+    to interval) plus `seen`, this one's counts so far."""
+    carried = (interval or {}).get("carried") or {}
+    out = {}
+    for role in ("candidate", "baseline"):
+        before = carried.get(role) or [0, 0]
+        now = seen.get(role) or (0, 0)
+        out[role] = [int(before[0]) + int(now[0]), int(before[1]) + int(now[1])]
+    return out
 
 
 def next_step(

@@ -21,7 +21,14 @@ from django.utils import timezone
 from deployments import locks
 from deployments.services import serving_owner_set
 from releases import effects, events, guard_log, interval, observe
-from releases.analysis import SLA, analyze, fast_guard, latency_judge, statistical_judge
+from releases.analysis import (
+    SLA,
+    Metrics,
+    analyze,
+    fast_guard,
+    latency_judge,
+    statistical_judge,
+)
 from releases.inputs import ReleaseInputError
 from releases.models import Release, ReleaseEvent
 from releases.routing import access_log_path
@@ -158,19 +165,33 @@ def _judge(release: Release, views: dict, now: float) -> dict:
         judging=phase == Phase.PROGRESSING,
     )
     if step == "open":
-        release.interval = interval.opened(mark, _reading(release, views))
+        carried = _carried(release, views)
+        release.interval = interval.opened(mark, _reading(release, views), carried)
         return {}
     start = release.interval["start"]
     metrics = observe.interval_metrics(release, views, start)
+    seen = {role: metrics[role].worst_counts() for role in ("candidate", "baseline")}
+    totals = interval.totals(release.interval, seen)
     release.interval = {
         **release.interval,
         "start": interval.rebased(start, observe.live_counters(views)),
     }
-    fields = _guard(release, metrics, now) if phase in GUARDED else {}
+    fields = _guard(release, totals, now) if phase in GUARDED else {}
     if step == "judge":
         fields.update(_verdict(release, metrics, now, started=start["at"]))
-        release.interval = interval.opened(mark, _reading(release, views))
+        release.interval = interval.opened(mark, _reading(release, views), totals)
     return fields
+
+
+def _carried(release: Release, views: dict) -> dict:
+    """The guard's counts up to now, as a new interval starts: the closing interval's (when
+    the step or weight moved under it) added to those it carried."""
+    closing = release.interval or {}
+    if not closing.get("start"):
+        return interval.totals(closing, {})
+    metrics = observe.interval_metrics(release, views, closing["start"])
+    seen = {role: metrics[role].worst_counts() for role in ("candidate", "baseline")}
+    return interval.totals(closing, seen)
 
 
 def _reading(release: Release, views: dict) -> dict:
@@ -189,12 +210,17 @@ def _sla(release: Release) -> SLA:
     )
 
 
-def _guard(release: Release, metrics: dict, now: float) -> dict:
+def _guard(release: Release, totals: dict, now: float) -> dict:
+    """The fast guard on the candidate's requests and errors since it first took traffic
+    (`totals`, releases/interval.py), against the SLA or a worse baseline."""
     knobs = release.analysis_settings()  # defaults and ranges: releases/inputs.py
+    (cand_n, cand_e), (base_n, base_e) = totals["candidate"], totals["baseline"]
     guard = fast_guard(
-        metrics["candidate"],
+        Metrics(requests=cand_n, errors=cand_e),
         _sla(release),
+        baseline=Metrics(requests=base_n, errors=base_e),
         min_requests=knobs.fast_guard_min_requests,
+        min_errors=knobs.fast_guard_min_errors,
         error_rate_floor=knobs.fast_guard_error_floor,
         z=knobs.fast_guard_z,
     )

@@ -13,13 +13,13 @@ def test_a_sample_carries_the_counts_rates_and_limit_the_guard_judged():
     (sample,) = samples_appended([], guard, at=100.0)
     assert sample["tripped"] and (sample["requests"], sample["errors"]) == (200, 120)
     assert sample["error_pct"] == 60.0
-    assert sample["lower_pct"] > sample["limit_pct"] == 20.0
+    assert sample["lower_pct"] > sample["limit_pct"] == 1.0
 
 
 def test_too_few_requests_still_record_the_limit():
     guard = fast_guard(Metrics(requests=3, errors=3), SLA_, min_requests=10)
     (sample,) = samples_appended([], guard, at=1.0)
-    assert not sample["tripped"] and sample["limit_pct"] == 20.0 and sample["error_pct"] is None
+    assert not sample["tripped"] and sample["limit_pct"] == 1.0 and sample["error_pct"] is None
 
 
 def test_a_tick_that_saw_no_new_request_adds_nothing_and_old_samples_go():

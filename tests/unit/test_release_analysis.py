@@ -6,6 +6,7 @@ from releases.analysis import (
     SLA,
     Metrics,
     analyze,
+    error_allowance,
     fast_guard,
     latency_judge,
     mann_whitney_greater,
@@ -101,35 +102,61 @@ def test_missing_candidate_latency_is_not_checked() -> None:
     assert v.result == "pass" and "p99_sla" not in {c.name for c in v.checks}
 
 
+SLA_99 = SLA(min_success_rate=99.0)  # 1 % of requests may fail
+
+
 @pytest.mark.parametrize(
-    ("errors", "n"), [(1, 1), (1, 20), (3, 20), (1, 1000), (8, 20)],
-    ids=["one-of-one", "one-of-twenty", "three-of-twenty", "one-of-thousand", "forty-pct-of-20"],
+    ("errors", "n"), [(1, 1), (1, 20), (1, 1000), (5, 1000), (12, 1000), (2, 10_000)],
+    ids=["one-of-one", "one-of-twenty", "one-of-thousand", "half-the-allowance",
+         "a-bit-over-but-not-surely", "far-below"],
 )  # fmt: skip
-def test_fast_guard_does_not_trip_on_unlucky_requests(errors: int, n: int) -> None:
-    g = fast_guard(Metrics(requests=n, errors=errors), SLA_)
-    assert not g and not g.tripped
+def test_fast_guard_does_not_trip_without_evidence_of_a_breach(errors: int, n: int) -> None:
+    g = fast_guard(Metrics(requests=n, errors=errors), SLA_99)
+    assert not g and not g.tripped and g.limit == pytest.approx(0.01)
 
 
-@pytest.mark.parametrize(("errors", "n"), [(20, 20), (40, 40), (200, 400)])
-def test_fast_guard_trips_on_a_clearly_failing_candidate(errors: int, n: int) -> None:
-    g = fast_guard(Metrics(requests=n, errors=errors), SLA_)
-    assert g.tripped and g.lower_bound > 0.2 and f"{errors}/{n} errors" in g.reason
+@pytest.mark.parametrize(
+    ("errors", "n"), [(2, 10), (3, 20), (20, 20), (10, 250), (25, 1000)],
+    ids=["two-of-ten", "three-of-twenty", "all", "4pct-of-250", "2.5pct-of-1000"],
+)  # fmt: skip
+def test_fast_guard_trips_once_a_breach_of_the_sla_allowance_is_sure(errors: int, n: int) -> None:
+    g = fast_guard(Metrics(requests=n, errors=errors), SLA_99)
+    assert g.tripped and g.lower_bound > g.limit == pytest.approx(0.01)
+    assert f"{errors}/{n} errors" in g.reason and "1% allowed (SLA 99% success)" in g.reason
+
+
+def test_the_allowance_is_sized_by_the_sla_not_a_fixed_floor() -> None:
+    m = Metrics(requests=2000, errors=40)  # 2 %: twice a 99 % SLA's allowance
+    assert fast_guard(m, SLA(min_success_rate=99.0)).tripped
+    assert not fast_guard(m, SLA(min_success_rate=95.0)).tripped
+    assert fast_guard(m, SLA(min_success_rate=99.9)).tripped
+    # An SLA without a success rate: the floor is the allowance (5 % by default).
+    assert not fast_guard(m, SLA()).tripped
+    assert fast_guard(Metrics(requests=400, errors=60), SLA()).tripped
+
+
+def test_a_worse_baseline_raises_the_allowance_by_its_rate_plus_a_margin() -> None:
+    candidate = Metrics(requests=2000, errors=60)  # 3 %
+    baseline = Metrics(requests=2000, errors=56)  # 2.8 %: the SLA's 1 % is already missed
+    g = fast_guard(candidate, SLA_99, baseline=baseline)
+    assert not g and g.limit == pytest.approx(0.033) and "baseline 2.8% + 0.5" in g.reason
+    assert fast_guard(Metrics(requests=2000, errors=100), SLA_99, baseline=baseline).tripped
+    # A baseline better than the SLA, or with too few requests, leaves the SLA's allowance.
+    assert error_allowance(SLA_99, (2000, 2))[0] == pytest.approx(0.01)
+    assert error_allowance(SLA_99, (5, 5), min_requests=10)[0] == pytest.approx(0.01)
+
+
+def test_fast_guard_needs_min_errors_and_min_requests() -> None:
+    assert not fast_guard(Metrics(requests=9, errors=9), SLA_99)
+    assert "too few" in fast_guard(Metrics(requests=9, errors=9), SLA_99).reason
+    one = fast_guard(Metrics(requests=10, errors=1), SLA_99)
+    assert not one and "fewer than 2 errors" in one.reason
+    assert fast_guard(Metrics(requests=10, errors=1), SLA_99, min_errors=1).tripped
 
 
 def test_fast_guard_sees_router_errors_triton_misses() -> None:
     m = Metrics(requests=400, errors=0, router_requests=400, router_errors=300)
     assert fast_guard(m, SLA_).tripped
-
-
-def test_fast_guard_needs_min_requests() -> None:
-    g = fast_guard(Metrics(requests=19, errors=19), SLA_)
-    assert not g and "too few" in g.reason
-
-
-def test_fast_guard_threshold_is_the_looser_of_floor_and_sla() -> None:
-    m = Metrics(requests=1000, errors=400)
-    assert fast_guard(m, SLA(min_success_rate=99.9)).tripped
-    assert not fast_guard(m, SLA(min_success_rate=50)).tripped
 
 
 def test_wilson_lower_bound_is_below_the_observed_rate() -> None:

@@ -38,8 +38,19 @@ def test_an_open_interval_is_watched_until_it_lasted_the_analysis_interval_then_
 def test_the_opened_interval_carries_its_marker_and_its_start_reading():
     start = _start({"n1": {"1": C}})
     stored = interval.opened(interval.marker(2, 50.0), start)
-    assert stored == {"marker": [2, 50.0], "start": start}
+    assert stored == {"marker": [2, 50.0], "start": start, "carried": {}}
     assert start == {"at": 100.0, "log_offset": 7, "nodes": {"n1": {"1": C}}}
+
+
+def test_the_guards_totals_carry_from_interval_to_interval():
+    first = interval.opened(interval.marker(0, 5.0), _start({}))
+    assert interval.totals(first, {}) == {"candidate": [0, 0], "baseline": [0, 0]}
+    seen = {"candidate": (40, 3), "baseline": (760, 1)}
+    carried = interval.totals(first, seen)
+    second = interval.opened(interval.marker(1, 20.0), _start({}), carried)
+    later = interval.totals(second, {"candidate": (10, 2), "baseline": (40, 0)})
+    assert later == {"candidate": [50, 5], "baseline": [800, 1]}
+    assert second["carried"] == {"candidate": [40, 3], "baseline": [760, 1]}  # not changed
 
 
 def test_deltas_sum_the_nodes_and_drop_a_restarted_or_new_series():
