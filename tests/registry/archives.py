@@ -66,14 +66,19 @@ def example_files(model: str, version: int) -> dict[str, bytes]:
     return files
 
 
-def register_risk_score_as(model, user, variant: int):
-    """Register an example risk_score variant under `model`'s own name (config renamed)."""
+def register_risk_score_as(model, user, variant: int, *, failure_rate: float | None = None):
+    """Register an example risk_score variant under `model`'s own name (config renamed);
+    `failure_rate` rewrites the flaky variant's (5) failure.json."""
     import io
+    import json
 
     from models_registry.services import model_version_register
 
     entries = example_entries("risk_score", variant)
     config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
+    if failure_rate is not None:
+        failure = json.dumps({"failure_rate": failure_rate, "healthy_requests": 10}).encode()
+        entries = [(n, failure if n.endswith("/failure.json") else b) for n, b in entries]
     archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
     return model_version_register(model=model, archive=archive, actor=user)
 

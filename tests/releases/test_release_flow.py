@@ -28,8 +28,8 @@ class Traffic:
     """Keep-alive clients sending inference through the router; one retry only when the
     connection was closed before any response byte (nginx reloads close idle ones)."""
 
-    def __init__(self, port: int, model: str, clients: int = 3):
-        self.port, self.model = port, model
+    def __init__(self, port: int, model: str, clients: int = 3, pause_s: float = 0.01):
+        self.port, self.model, self.pause_s = port, model, pause_s
         self.ok = self.failed = self.retries = 0
         self.versions: dict[str, int] = {}
         self.errors: list[str] = []
@@ -95,7 +95,7 @@ class Traffic:
                 else:
                     self.failed += 1
                     self.errors.append(f"{status} {data[:200]!r}")
-            time.sleep(0.01)
+            time.sleep(self.pause_s)
         conn.close()
 
 
@@ -141,10 +141,14 @@ def release_world(triton_cluster, settings, tmp_path, make_user):
         routing._DRIVERS.clear()
 
 
-def _model_with_baseline(world, name: str, candidate_variant: int, sla: dict):
+def _model_with_baseline(
+    world, name: str, candidate_variant: int, sla: dict, failure_rate: float | None = None
+):
     model = model_create(name=name, team="fraud", actor=world["ada"], sla=sla)
     baseline = register_risk_score_as(model, world["ada"], 1)
-    candidate = register_risk_score_as(model, world["ada"], candidate_variant)
+    candidate = register_risk_score_as(
+        model, world["ada"], candidate_variant, failure_rate=failure_rate
+    )
     deployment = deployment_create(cluster=world["cluster"], version=baseline, actor=world["rita"])
     assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
     # Pin the model's traffic through the router before any release exists.

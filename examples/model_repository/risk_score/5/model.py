@@ -1,0 +1,44 @@
+"""risk_score v5 (FLAKY on purpose): v2's scores, but a share of requests fails.
+
+After its first `healthy_requests` (so its smoke checks pass on load), each request fails,
+independently of its input, with the probability in `failure.json` (`failure_rate`, 0.02
+here: twice what a 99 % success SLA allows). The failure is an
+error response for that request alone (HTTP 500 to the client, the rest of the batch
+answered), the way a flaky dependency fails: Triton counts such responses as successes, so
+only the router's log shows them. Tests and benches write their own `failure.json` to get
+a breach of any size.
+"""
+
+import json
+import os
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        folder = os.path.join(args["model_repository"], args["model_version"])
+        weights = np.load(os.path.join(folder, "weights.npz"))
+        self.w1, self.b1 = weights["w1"], weights["b1"]
+        self.w2, self.b2 = weights["w2"], weights["b2"]
+        with open(os.path.join(folder, "failure.json")) as f:
+            failure = json.load(f)
+        self.failure_rate = float(failure["failure_rate"])
+        self.healthy = int(failure.get("healthy_requests", 0))
+        self.rng = np.random.default_rng()
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            self.healthy -= 1
+            if self.healthy < 0 and self.rng.random() < self.failure_rate:
+                error = pb_utils.TritonError("upstream feature service timed out")
+                responses.append(pb_utils.InferenceResponse(error=error))
+                continue
+            features = pb_utils.get_input_tensor_by_name(request, "FEATURES").as_numpy()
+            hidden = np.maximum(features @ self.w1 + self.b1, 0.0)
+            logits = hidden @ self.w2 + self.b2
+            score = (1.0 / (1.0 + np.exp(-logits))).astype(np.float32).reshape(-1, 1)
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("SCORE", score)]))
+        return responses
