@@ -11,11 +11,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from redis import RedisError
 
+from accounts.errors import Refused
 from accounts.roles import Role, user_has_role
 from console.report_views import release_cost_context
 from deployments.models import TritonCluster
 from models_registry.models import ModelVersion
 from releases import selectors
+from releases.configs import ConfigsDiffer
 from releases.guard_log import guard_samples_of
 from releases.services import ReleaseError, release_action, release_create
 from releases.state_machine import ACTIONS, Phase
@@ -40,9 +42,8 @@ def _release_or_404(release_id: int):
     return release
 
 
-@login_required
-def release_list(request):
-    context = {
+def _list_context(request) -> dict:
+    return {
         "releases": selectors.release_list(),
         "can_act": _can_act(request.user),
         "clusters": TritonCluster.objects.all(),
@@ -50,7 +51,18 @@ def release_list(request):
             "model__name", "-version"
         ),
     }
-    return render(request, "console/releases/list.html", context)
+
+
+@login_required
+def release_list(request):
+    return render(request, "console/releases/list.html", _list_context(request))
+
+
+def _configs_differ_page(request, exc: ConfigsDiffer):
+    """The list and form again, the refusal above them with the differing fields as a table
+    (a redirect's flash message could not carry the table)."""
+    context = {**_list_context(request), "configs_differ": exc}
+    return render(request, "console/releases/list.html", context, status=400)
 
 
 @login_required
@@ -79,7 +91,9 @@ def release_start(request):
             step_interval_s=float(post.get("step_interval_s") or 30),
             sticky_header=post.get("sticky_header", ""),
         )
-    except (ReleaseError, ValueError) as exc:
+    except ConfigsDiffer as exc:
+        return _configs_differ_page(request, exc)
+    except (ReleaseError, Refused, ValueError) as exc:
         messages.error(request, getattr(exc, "message", str(exc)))
         return redirect("console:release-list")
     return redirect("console:release-detail", release_id=release.pk)
@@ -175,6 +189,7 @@ def release_detail(request, release_id):
     release = _release_or_404(release_id)
     context = {**_cockpit_context(request, release), **release_cost_context(release)}
     context["settings_rows"] = selectors.release_settings_rows(release)
+    context["no_router_notice"] = selectors.release_no_router_notice(release)
     return render(request, "console/releases/cockpit.html", context)
 
 

@@ -81,7 +81,13 @@ OPERATION_NOTES = {
     "blue/green, analysis thresholds, manual gates, sticky header): 201 with the release. The "
     "release records the model's SLA it starts with; 409 naming the active release while one "
     'runs for the model on that cluster. `"dry_run": true` runs every check and starts '
-    "nothing (200 with the plan, or the refusal a real start would get).",
+    "nothing (200 with the plan, or the refusal a real start would get). "
+    "Triton serves baseline and candidate under one config, so a candidate whose parsed "
+    "config differs from the baseline's (name, `version_policy` aside) is a 400 on "
+    "`candidate_version`: a summary, then one entry per field with both values; a "
+    "config-only change ships as a deployment. On a cluster without a router (`none`, "
+    "blue/green only) no weight is honoured: the candidate takes the unversioned traffic "
+    "once READY, the gates judge from then on, and a rollback unloads it.",
     "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events; "
     "`?wait=` holds the answer until it finishes (at most 60 s).",
     "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "

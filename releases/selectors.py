@@ -140,3 +140,39 @@ def release_settings_rows(release: Release) -> list[tuple[str, str]]:
         (f"analysis.{k}", f"{v:g}" if isinstance(v, float) else str(v)) for k, v in knobs.items()
     ]
     return rows
+
+
+def release_no_router_notice(release: Release) -> list[str]:
+    """What a release on a cluster without a router does instead of weights, in sentences
+    for its cockpit ([] on a routed cluster). Triton answers a model's unversioned requests
+    with its highest READY version (docs/TRITON.md §versions), so the traffic moves when a
+    version loads or unloads, not at a step."""
+    from releases.routing import router_driver_name
+
+    if router_driver_name(release.cluster) != "none":
+        return []
+    model, b, c = release.model.name, release.baseline.version, release.candidate.version
+    url = f"/v2/models/{model}/versions/{{v}}/infer"
+    lines = [
+        f"No router on {release.cluster.name}: weights cannot be honoured while both versions "
+        f"are loaded. Triton answers {model}'s unversioned requests with its highest READY "
+        "version; requests to a version's own URL "
+        f"({url.format(v=b)}, {url.format(v=c)}) reach that version."
+    ]
+    if c > b:
+        return [
+            *lines,
+            f"v{c} takes all unversioned traffic on each node as soon as it is READY there "
+            "(after Triton's warm-up), while the release still reads LOADING at 0%.",
+            f"The gates and the fast guard judge v{c} from then on (its READY on every node "
+            f"starts the step), mostly against the SLA: v{b} keeps only its versioned requests.",
+            f"Rolling back unloads v{c}: unversioned traffic returns to v{b} once v{c} is "
+            "unloaded, not before.",
+        ]
+    return [
+        *lines,
+        f"v{c} is older than v{b}, so v{b} keeps all unversioned traffic while both are "
+        f"loaded; v{c} takes it only when the release succeeds and v{b} is unloaded.",
+        f"Until then the gates judge v{c} on its versioned requests alone.",
+        f"Rolling back unloads v{c}; v{b} never stops taking unversioned traffic.",
+    ]

@@ -16,6 +16,7 @@ from deployments.services import (
 )
 from models_registry.models import Model
 from releases import events
+from releases.configs import refuse_if_configs_differ
 from releases.inputs import (
     ReleaseInputError,
     check_spec_numbers,
@@ -94,6 +95,7 @@ def release_create(
     )
     model = candidate.model
     baseline = _baseline_for(cluster, candidate, strategy=strategy)
+    refuse_if_configs_differ(baseline=baseline, candidate=candidate)
     required = cluster.require_benchmark if require_benchmark is None else require_benchmark
     try:
         benchmark_gate_check(version=candidate, required=required)

@@ -16,6 +16,7 @@ from tritonclient.grpc import model_config_pb2
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from .checks import NEWER_FIELDS, run_checks
+from .diff import ConfigDifference, config_differences
 from .report import CONFIG_FILE, Checker, ConfigIssue, ConfigReport
 from .warmup import WARMUP_FOLDER, add_native_warmup, native_warmup_skip_reason
 
@@ -24,8 +25,10 @@ __all__ = [
     "WARMUP_FOLDER",
     "add_native_warmup",
     "NEWER_FIELDS",
+    "ConfigDifference",
     "ConfigIssue",
     "ConfigReport",
+    "config_differences",
     "config_for_serving",
     "config_to_dict",
     "native_warmup_skip_reason",

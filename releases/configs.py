@@ -1,0 +1,53 @@
+"""A release serves baseline and candidate side by side, and Triton gives every loaded version
+of a model one config (the newest version's, deployments/push.py): a candidate whose config
+differs from the baseline's in what they share would make the older version run under the
+other's batching, instances, parameters or inputs. Such a release is refused, naming each
+differing field (issue #19); a config-only canary would need each version loaded under a
+name of its own, which releases do not do yet.
+"""
+
+from accounts.errors import Refused
+from integrations.triton.model_config import ConfigDifference, config_differences
+
+
+class ConfigsDiffer(Refused):
+    """400: the candidate's config differs from the baseline's; `differences` lists where."""
+
+    def __init__(self, *, baseline, candidate, differences: list[ConfigDifference]) -> None:
+        b, c = f"v{baseline.version}", f"v{candidate.version}"
+        older, newer = sorted([baseline, candidate], key=lambda v: v.version)
+        paths = ", ".join(d.path for d in differences)
+        message = (
+            f"{c}'s config differs from {b}'s (serving now) in {len(differences)} "
+            f"field{'s' if len(differences) != 1 else ''}: {paths}. Triton serves every "
+            f"loaded version of a model under one config, so while both serve, "
+            f"v{older.version} would run under v{newer.version}'s config; a release cannot "
+            f"canary a config change yet. Give {c} the config of {b} in these fields, or "
+            "switch to it with a deployment (no canary)."
+        )
+        field = "candidate_version"
+        rows = [
+            {
+                "field": field,
+                "message": f"{d.path}: {b} (baseline) {d.baseline_text}, "
+                f"{c} (candidate) {d.candidate_text}.",
+            }
+            for d in differences
+        ]
+        super().__init__(message, field=field, errors=[{"field": field, "message": message}, *rows])
+        self.baseline, self.candidate, self.differences = baseline, candidate, differences
+
+
+def refuse_if_configs_differ(*, baseline, candidate) -> None:
+    """ConfigsDiffer unless the two versions' stored configs serve alike (name, version
+    policy and Switchyard's push id aside: integrations/triton/model_config/diff.py)."""
+    try:
+        differences = config_differences(baseline.config_json, candidate.config_json)
+    except ValueError as exc:
+        raise Refused(
+            f"The stored configs of v{baseline.version} and v{candidate.version} cannot be "
+            f"compared ({exc}).",
+            field="candidate_version",
+        ) from None
+    if differences:
+        raise ConfigsDiffer(baseline=baseline, candidate=candidate, differences=differences)

@@ -1,0 +1,101 @@
+"""A release whose candidate's config differs from the baseline's in what Triton makes them
+share is refused, through the API and the console alike, naming each differing field."""
+
+import io
+
+import pytest
+from rest_framework.test import APIClient
+
+from deployments.services import cluster_create, serving_state_set
+from models_registry.services import model_version_register
+from releases.models import Release
+from tests.registry.archives import example_entries, tar_gz
+from tests.release_setup import release_world
+
+pytestmark = pytest.mark.django_db
+
+BODY = {
+    "cluster": "prod",
+    "model": "risk_score",
+    "steps": [10, 100],
+    "step_interval_s": 5,
+    "require_benchmark": False,
+}
+
+
+@pytest.fixture
+def world(settings, tmp_path, make_user):
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    world = release_world(make_user)
+    entries = example_entries("risk_score", 3)
+    config = (
+        entries[0][1]
+        .replace(b"max_batch_size: 64", b"max_batch_size: 16")
+        .replace(b"count: 1", b"count: 2")
+        .replace(b"# Fraud risk score", b"# a comment never counts\n# Fraud risk score")
+    )
+    archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
+    changed = model_version_register(model=world["model"], actor=world["ada"], archive=archive)
+    api = APIClient()
+    api.force_authenticate(world["rita"])
+    return {**world, "api": api, "changed": changed}
+
+
+def test_the_api_refuses_a_candidate_whose_config_differs_and_lists_each_field(world):
+    number = world["changed"].version
+    for dry_run in (True, False):
+        answer = world["api"].post(
+            "/api/v1/releases/",
+            {**BODY, "candidate_version": number, "dry_run": dry_run},
+            format="json",
+        )
+        assert answer.status_code == 400, answer.content
+        summary, *fields = answer.json()["errors"]
+        assert summary["field"] == "candidate_version"
+        assert "v3's config differs from v1's (serving now) in 2 fields" in (summary["message"])
+        assert "while both serve, v1 would run under v3's config" in summary["message"]
+        assert [e["message"] for e in fields] == [
+            "max_batch_size: v1 (baseline) 64, v3 (candidate) 16.",
+            "instance_group[0].count: v1 (baseline) 1, v3 (candidate) 2.",
+        ]
+        assert all(e["field"] == "candidate_version" for e in fields)
+    assert not Release.objects.exists()
+    # v2 shares v1's config.pbtxt (examples/model_repository/risk_score): it passes.
+    same = world["api"].post("/api/v1/releases/", {**BODY, "candidate_version": 2}, format="json")
+    assert same.status_code == 201, same.content
+
+
+def test_blue_green_without_a_router_is_held_to_the_same_rule(world):
+    bare = cluster_create(actor=world["rita"], name="bare", environment="staging", router={})
+    serving_state_set(cluster=bare, model=world["model"], versions=[world["versions"][0]])
+    body = {**BODY, "cluster": "bare", "strategy": "blue_green", "dry_run": True}
+    refused = world["api"].post(
+        "/api/v1/releases/", {**body, "candidate_version": 3}, format="json"
+    )
+    assert refused.status_code == 400 and len(refused.json()["errors"]) == 3
+    passed = world["api"].post("/api/v1/releases/", {**body, "candidate_version": 2}, format="json")
+    assert passed.status_code == 200, passed.content
+
+
+def test_the_console_form_shows_the_differences_as_a_table(world, client):
+    client.force_login(world["rita"])
+    page = client.post(
+        "/releases/start/",
+        {
+            "cluster_id": world["cluster"].pk,
+            "version_id": world["changed"].pk,
+            "strategy": "canary",
+            "steps": "10,100",
+        },
+    )
+    assert page.status_code == 400
+    text = page.content.decode()
+    assert 'data-testid="config-diff"' in text and "Release refused:" in text
+    assert "<th>v1 (baseline, serving)</th><th>v3 (candidate)</th>" in text
+    assert (
+        "<tr><td><code>max_batch_size</code></td><td><code>64</code></td>"
+        "<td><code>16</code></td></tr>"
+    ) in text
+    assert "<code>instance_group[0].count</code>" in text
+    assert 'data-testid="release-form"' in text  # the form is there to try again
+    assert not Release.objects.exists()
