@@ -66,9 +66,10 @@ def example_files(model: str, version: int) -> dict[str, bytes]:
     return files
 
 
-def register_risk_score_as(model, user, variant: int, *, failure_rate: float | None = None):
+def register_risk_score_as(model, user, variant: int, **faults: float):
     """Register an example risk_score variant under `model`'s own name (config renamed);
-    `failure_rate` rewrites the flaky variant's (5) failure.json."""
+    `faults` (failure_rate, extra_ms) are written to the faulty-by-setting variant's (5)
+    faults.json."""
     import io
     import json
 
@@ -76,9 +77,9 @@ def register_risk_score_as(model, user, variant: int, *, failure_rate: float | N
 
     entries = example_entries("risk_score", variant)
     config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
-    if failure_rate is not None:
-        failure = json.dumps({"failure_rate": failure_rate, "healthy_requests": 10}).encode()
-        entries = [(n, failure if n.endswith("/failure.json") else b) for n, b in entries]
+    if faults:
+        written = json.dumps({"healthy_requests": 10, **faults}).encode()
+        entries = [(n, written if n.endswith("/faults.json") else b) for n, b in entries]
     archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
     return model_version_register(model=model, archive=archive, actor=user)
 

@@ -1,16 +1,18 @@
-"""risk_score v5 (FLAKY on purpose): v2's scores, but a share of requests fails.
+"""risk_score v5 (FAULTY BY SETTING, on purpose): v2's scores with faults from faults.json.
 
-After its first `healthy_requests` (so its smoke checks pass on load), each request fails,
-independently of its input, with the probability in `failure.json` (`failure_rate`, 0.02
-here: twice what a 99 % success SLA allows). The failure is an
-error response for that request alone (HTTP 500 to the client, the rest of the batch
-answered), the way a flaky dependency fails: Triton counts such responses as successes, so
-only the router's log shows them. Tests and benches write their own `failure.json` to get
-a breach of any size.
+After its first `healthy_requests` (so its smoke checks pass on load):
+* each request fails, independently of its input, with the probability `failure_rate`
+  (0.02 here: twice what a 99 % success SLA allows), as an error response for that request
+  alone (HTTP 500 to the client, the rest of the batch answered), the way a flaky
+  dependency fails: Triton counts such responses as successes, only the router's log sees
+  them;
+* each request takes `extra_ms` longer (0 here), as a slower dependency would.
+Tests and benches write their own faults.json to get a breach of any size.
 """
 
 import json
 import os
+import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -22,17 +24,21 @@ class TritonPythonModel:
         weights = np.load(os.path.join(folder, "weights.npz"))
         self.w1, self.b1 = weights["w1"], weights["b1"]
         self.w2, self.b2 = weights["w2"], weights["b2"]
-        with open(os.path.join(folder, "failure.json")) as f:
-            failure = json.load(f)
-        self.failure_rate = float(failure["failure_rate"])
-        self.healthy = int(failure.get("healthy_requests", 0))
+        with open(os.path.join(folder, "faults.json")) as f:
+            faults = json.load(f)
+        self.failure_rate = float(faults.get("failure_rate", 0.0))
+        self.extra_s = float(faults.get("extra_ms", 0.0)) / 1000.0
+        self.healthy = int(faults.get("healthy_requests", 0))
         self.rng = np.random.default_rng()
 
     def execute(self, requests):
         responses = []
         for request in requests:
             self.healthy -= 1
-            if self.healthy < 0 and self.rng.random() < self.failure_rate:
+            faulty = self.healthy < 0
+            if faulty and self.extra_s:
+                time.sleep(self.extra_s)
+            if faulty and self.rng.random() < self.failure_rate:
                 error = pb_utils.TritonError("upstream feature service timed out")
                 responses.append(pb_utils.InferenceResponse(error=error))
                 continue
