@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -225,7 +226,11 @@ def _stop(procs: list[subprocess.Popen]) -> None:
             proc.wait(timeout=10)
 
 
-def main() -> None:
+@contextmanager
+def release_bench_world(mode: str = "upload"):
+    """A test database, 2 real Triton nodes and a cluster with a real nginx router in a
+    temporary folder (push `mode`: upload or filesystem), and the Celery processes with
+    BENCH_TICKS=worker; yields (world, router port); removes all of it after."""
     import django
 
     django.setup()
@@ -236,14 +241,12 @@ def main() -> None:
     test_db = connection.creation.create_test_db(verbosity=0, autoclobber=True)
     from integrations.triton.local import free_ports, start_cluster
     from releases import routing
-    from releases.models import Release
-    from releases.services import release_create
 
     work = tempfile.mkdtemp()
     try:
         shared = Path(work) / "shared-repo"
         shared.mkdir()
-        extra = [f"--model-repository={shared}"] if MODE == "filesystem" else []
+        extra = [f"--model-repository={shared}"] if mode == "filesystem" else []
         with start_cluster(2, Path(work), extra_args=extra) as fleet:
             settings.SWITCHYARD_STORAGE_ROOT = Path(work) / "artifacts"
             settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
@@ -251,7 +254,6 @@ def main() -> None:
             settings.SWITCHYARD_REPOSITORY_ROOTS = settings.SWITCHYARD_ROUTER_ROOTS = [work]
             from deployments.services import cluster_create, node_create
             from models_registry.services import team_create
-            from tests.releases.test_release_flow import _model_with_baseline
 
             user = get_user_model().objects.create(username="bench", is_superuser=True)
             team_create(name="fraud", actor=user)
@@ -260,8 +262,8 @@ def main() -> None:
                 actor=user,
                 name="bench",
                 environment="production",
-                push_mode=MODE,
-                repository_path=str(shared) if MODE == "filesystem" else "",
+                push_mode=mode,
+                repository_path=str(shared) if mode == "filesystem" else "",
                 router={
                     "driver": "nginx",
                     "listen": f"127.0.0.1:{port}",
@@ -278,30 +280,10 @@ def main() -> None:
                     metrics_url=node.metrics_url,
                 )
             world = {"cluster": cluster, "ada": user, "rita": user}
-            sla = {"p99_latency_ms": 500, "min_success_rate": 99.0}
             url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + f"/{test_db}"
             procs = _celery_processes(work, url) if TICKS_BY == "worker" else []
             try:
-                good = [
-                    _good(world, port, sla, release_create, Release, _model_with_baseline, i)
-                    for i in range(1, GOOD_RUNS + 1)
-                ]
-                print(
-                    f"good release, {len(good)} runs: failed {sum(g[0] for g in good)} (goal 0), "
-                    f"median p99 during / before {sorted(g[1] for g in good)[len(good) // 2]:.2f} "
-                    "(goal <= 1.2)"
-                )
-                results = [
-                    _bad(world, port, sla, release_create, Release, _model_with_baseline, i)
-                    for i in range(1, BAD_RUNS + 1)
-                ]
-                detect = sorted(r[0] for r in results)[len(results) // 2]
-                ratio = sorted(r[1] for r in results)[len(results) // 2]
-                print(
-                    f"bad candidate, median of {len(results)} runs: fault to weight 0 in "
-                    f"{detect:.2f} s (goal <= {2 * TICK_S + 1:g} s), "
-                    f"failed / expected {ratio:.2f} (goal <= 1)"
-                )
+                yield world, port
             finally:
                 _stop(procs)
                 routing.router_for(cluster).stop()
@@ -309,6 +291,35 @@ def main() -> None:
         connection.creation.destroy_test_db(test_db, verbosity=0)
         drop_queued_tasks()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    with release_bench_world(MODE) as (world, port):
+        from releases.models import Release
+        from releases.services import release_create
+        from tests.releases.test_release_flow import _model_with_baseline
+
+        sla = {"p99_latency_ms": 500, "min_success_rate": 99.0}
+        good = [
+            _good(world, port, sla, release_create, Release, _model_with_baseline, i)
+            for i in range(1, GOOD_RUNS + 1)
+        ]
+        print(
+            f"good release, {len(good)} runs: failed {sum(g[0] for g in good)} (goal 0), "
+            f"median p99 during / before {sorted(g[1] for g in good)[len(good) // 2]:.2f} "
+            "(goal <= 1.2)"
+        )
+        results = [
+            _bad(world, port, sla, release_create, Release, _model_with_baseline, i)
+            for i in range(1, BAD_RUNS + 1)
+        ]
+        detect = sorted(r[0] for r in results)[len(results) // 2]
+        ratio = sorted(r[1] for r in results)[len(results) // 2]
+        print(
+            f"bad candidate, median of {len(results)} runs: fault to weight 0 in "
+            f"{detect:.2f} s (goal <= {2 * TICK_S + 1:g} s), "
+            f"failed / expected {ratio:.2f} (goal <= 1)"
+        )
 
 
 def _run(release, phases, Release, timeout=120.0):

@@ -57,6 +57,7 @@ def release_tick(*, release_id: int, inline_loads: bool = False) -> Release | No
             if not decision.rejected
             else []
         )
+        _open_if_moved(release, decision.state, views)
         return _save(release, before, decision, obs, applied)
 
 
@@ -181,6 +182,15 @@ def _judge(release: Release, views: dict, now: float) -> dict:
         fields.update(_verdict(release, metrics, now, started=start["at"]))
         release.interval = interval.opened(mark, _reading(release, views), totals)
     return fields
+
+
+def _open_if_moved(release: Release, state, views: dict) -> None:
+    """The step or weight this tick moved to gets its interval now, so the next tick already
+    guards the traffic the router sends at it (opening it then would cost the guard a tick)."""
+    mark = interval.marker(state.step_index, state.candidate_weight)
+    if (release.interval or {}).get("marker") != mark:
+        carried = _carried(release, views)
+        release.interval = interval.opened(mark, _reading(release, views), carried)
 
 
 def _carried(release: Release, views: dict) -> dict:
