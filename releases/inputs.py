@@ -55,6 +55,10 @@ class AnalysisSettings:
     latency_judge: str = "auto"
     judge_alpha: float = 0.01
     judge_min_samples: int = 50
+    # At the start: the largest share of the model's Triton requests that may bypass the
+    # router's HTTP split (gRPC, direct node calls, versioned URLs; releases/unrouted.py)
+    # before the release is refused unless confirmed (`confirm_unrouted`).
+    max_unrouted_share: float = 0.05
 
 
 # key -> the words it takes
@@ -88,6 +92,7 @@ ANALYSIS_RANGES: dict[str, tuple[type, float, float]] = {
     "max_inconclusive_checks": (int, 1, 10_000),
     "judge_alpha": (float, 1e-9, 0.5),
     "judge_min_samples": (int, 1, 1_000_000),
+    "max_unrouted_share": (float, 0.0, 1.0),
 }
 
 
