@@ -17,8 +17,10 @@ from deployments.models import TritonCluster
 from models_registry.models import ModelVersion
 from releases import selectors
 from releases.guard_log import guard_samples_of
+from releases.inputs import AnalysisSettings
 from releases.services import ReleaseError, release_action, release_create
 from releases.state_machine import ACTIONS, Phase
+from releases.unrouted import UNPROTECTED, percent
 
 ACTION_LABELS = {
     "approve": "Approve next step",
@@ -49,6 +51,7 @@ def release_list(request):
         "versions": ModelVersion.objects.select_related("model").order_by(
             "model__name", "-version"
         ),
+        "unrouted_default_pct": f"{AnalysisSettings().max_unrouted_share * 100:g}",
     }
     return render(request, "console/releases/list.html", context)
 
@@ -69,6 +72,8 @@ def release_start(request):
     try:
         steps = [float(x) for x in post.get("steps", "5,25,50,100").split(",") if x.strip()]
         gates = [float(x) for x in post.get("manual_gates", "").split(",") if x.strip()]
+        max_unrouted = post.get("max_unrouted_pct", "").strip()
+        analysis = {"max_unrouted_share": float(max_unrouted) / 100.0} if max_unrouted else None
         release = release_create(
             cluster=cluster,
             candidate=candidate,
@@ -78,6 +83,8 @@ def release_start(request):
             manual_gates=gates,
             step_interval_s=float(post.get("step_interval_s") or 30),
             sticky_header=post.get("sticky_header", ""),
+            analysis=analysis,
+            confirm_unrouted=post.get("confirm_unrouted") == "on",
         )
     except (ReleaseError, ValueError) as exc:
         messages.error(request, getattr(exc, "message", str(exc)))
@@ -123,6 +130,23 @@ def _guard_context(release) -> dict:
     }
 
 
+def _unrouted_context(release) -> dict | None:
+    """The traffic that bypassed the router's split: at the start and in the last judged
+    interval (releases/unrouted.py), and the limit the start was held to, in percent."""
+    start = release.unrouted_at_start or {}
+    latest = (release.last_analysis or {}).get("unrouted") or {}
+    if not start and not latest:
+        return None
+    limit = start.get("max_share")
+    return {
+        "start": start,
+        "latest": latest,
+        "limit": percent(limit) if isinstance(limit, int | float) else "",
+        "warn": bool(start.get("over"))
+        or (latest.get("share") or 0) > (limit if isinstance(limit, int | float) else 1),
+    }
+
+
 def _cockpit_context(request, release) -> dict:
     phase = Phase(release.phase)
     analyses = [e for e in release.events.all() if e.kind == "analysis"]
@@ -155,6 +179,8 @@ def _cockpit_context(request, release) -> dict:
     return {
         "release": release,
         **_guard_context(release),
+        "unrouted": _unrouted_context(release),
+        "unrouted_clients": UNPROTECTED,
         "steps": [
             {
                 **s,
