@@ -81,7 +81,13 @@ OPERATION_NOTES = {
     "blue/green, analysis thresholds, manual gates, sticky header): 201 with the release. The "
     "release records the model's SLA it starts with; 409 naming the active release while one "
     'runs for the model on that cluster. `"dry_run": true` runs every check and starts '
-    "nothing (200 with the plan, or the refusal a real start would get).",
+    "nothing (200 with the plan, or the refusal a real start would get). The start measures "
+    "the model's unrouted share (the part of Triton's requests over the last minutes of "
+    "telemetry that did not go through the router's HTTP split: gRPC clients, direct node "
+    "calls, versioned URLs); above `analysis.max_unrouted_share` (default 0.05, on at least "
+    "`analysis.min_requests` requests) it answers 409 on `confirm_unrouted`, naming the share "
+    'and the unprotected clients, unless `"confirm_unrouted": true` (then recorded in '
+    "`unrouted.at_start`, a release event and the audit row).",
     "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events; "
     "`?wait=` holds the answer until it finishes (at most 60 s).",
     "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "
