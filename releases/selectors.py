@@ -187,11 +187,14 @@ def unrouted_recent(
 
 
 def _log_covers_from(lines: list[str], whole: bool) -> float:
-    """The first whole minute the lines read cover (-inf when the whole log was read)."""
-    if whole:
-        return -math.inf
+    """The first minute the router's log covers: minutes before it are not compared (the
+    router started, or its log was rotated, since; a read cut mid-log starts a minute late
+    to count only whole ones). -inf for an empty whole log: nothing went through it."""
     first = next((e for e in map(parse_line, lines[:10]) if e is not None), None)
-    return math.inf if first is None else math.ceil(first.ts / 60.0) * 60.0
+    if first is None:
+        return -math.inf if whole else math.inf
+    rounded = math.floor if whole else math.ceil
+    return rounded(first.ts / 60.0) * 60.0
 
 
 def _unrouted_of(
@@ -199,7 +202,10 @@ def _unrouted_of(
 ) -> UnroutedMeasure:
     kept = {m: n for m, n in minutes.items() if m >= covered}
     if not kept:
-        why = "Not measured: no telemetry for the model in the window (is the collector on?)."
+        why = (
+            "Not measured: no telemetry for the model in the window the router's log covers "
+            "(is the collector running?)."
+        )
         return UnroutedMeasure(0, 0, None, window_start=since, why=why)
     counts = router_counts(lines, keep=lambda ts: math.floor(ts / 60.0) * 60.0 in kept)
     return UnroutedMeasure.of(
