@@ -172,7 +172,8 @@ class Release(models.Model):
 
 class ReleaseEvent(models.Model):
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="events")
-    kind = models.CharField(max_length=20)  # phase | step | check | rejected | action | effect
+    # phase | step | check | rejected | action | effect | unrouted (a confirmed start)
+    kind = models.CharField(max_length=20)
     phase = models.CharField(max_length=20)
     message = models.TextField()
     data = models.JSONField(default=dict, blank=True)

@@ -148,7 +148,8 @@ def _router_interval(log: Path | None, start: dict, model: str) -> RouterInterva
 def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[str, Metrics]:
     """Baseline and candidate traffic since `start`, from Triton and from the router."""
     nodes = live_counters(views)
-    router = _router_interval(access_log_path(release.cluster), start, release.model.name)
+    log = access_log_path(release.cluster)
+    router = _router_interval(log, start, release.model.name)
     out: dict = {"latencies": {}}
     for role, version in (
         ("baseline", release.baseline.version),
@@ -170,7 +171,10 @@ def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[s
             router_requests=router.requests[version] if seen else None,
             router_errors=router.errors[version] if seen else None,
         )
-    out["unrouted"] = interval_unrouted(out, router is not None, since=start.get("at"))
+    # No router (blue/green for every client at once): nothing to go around.
+    out["unrouted"] = (
+        None if log is None else interval_unrouted(out, router is not None, since=start.get("at"))
+    )
     return out
 
 

@@ -139,7 +139,8 @@ def _unrouted_check(release: Release, *, actor, confirmed: bool) -> dict:
         raise ReleaseError(
             f"{release.model.name} on {release.cluster.name}: {measure.text()} That is above "
             f"analysis.max_unrouted_share ({percent(knobs.max_unrouted_share)}). Move those "
-            "clients to the router's HTTP URL, or send confirm_unrouted: true to start anyway.",
+            "clients to the router's HTTP URL, or confirm to start anyway (confirm_unrouted: "
+            "true; the console's checkbox).",
             field="confirm_unrouted",
             status=409,
         )
