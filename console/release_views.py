@@ -72,8 +72,7 @@ def release_start(request):
     try:
         steps = [float(x) for x in post.get("steps", "5,25,50,100").split(",") if x.strip()]
         gates = [float(x) for x in post.get("manual_gates", "").split(",") if x.strip()]
-        max_unrouted = post.get("max_unrouted_pct", "").strip()
-        analysis = {"max_unrouted_share": float(max_unrouted) / 100.0} if max_unrouted else None
+        analysis = _unrouted_analysis(post.get("max_unrouted_pct", ""))
         release = release_create(
             cluster=cluster,
             candidate=candidate,
@@ -90,6 +89,16 @@ def release_start(request):
         messages.error(request, getattr(exc, "message", str(exc)))
         return redirect("console:release-list")
     return redirect("console:release-detail", release_id=release.pk)
+
+
+def _unrouted_analysis(percent_text: str) -> dict | None:
+    """The form's max unrouted share (a percentage) as the analysis knob; None when blank."""
+    if not percent_text.strip():
+        return None
+    value = float(percent_text)
+    if not 0.0 <= value <= 100.0:
+        raise ValueError("Max unrouted share must be between 0 and 100 %.")
+    return {"max_unrouted_share": value / 100.0}
 
 
 def _consequence(release, action: str) -> str:

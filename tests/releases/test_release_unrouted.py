@@ -181,6 +181,10 @@ def test_direct_and_grpc_clients_refuse_a_start_until_confirmed_and_show_in_ever
     refused_page = page.post(reverse("console:release-start"), form, follow=True)
     assert "66.7% of 60 requests (40)" in refused_page.content.decode()
     assert 'data-testid="confirm-unrouted"' in refused_page.content.decode()
+    wrong = page.post(
+        reverse("console:release-start"), {**form, "max_unrouted_pct": "500"}, follow=True
+    )
+    assert "between 0 and 100 %" in wrong.content.decode()
     assert not Release.objects.exists()
 
     body = {
