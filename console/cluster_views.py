@@ -1,5 +1,6 @@
 """Cluster pages: list, detail (nodes, loaded matrix, drift), deploy with live progress."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -11,7 +12,9 @@ from accounts.roles import Role, user_has_role
 from deployments import selectors
 from deployments.services import DeploymentError, deployment_create, node_remove
 from models_registry.models import Model, ModelVersion
-from releases.selectors import router_view
+from releases.inputs import AnalysisSettings
+from releases.selectors import router_view, unrouted_recent
+from releases.unrouted import percent
 
 
 def _can_deploy(user) -> bool:
@@ -72,6 +75,13 @@ def cluster_detail(request, name):
         "matrix": _matrix(status),
         "drift": selectors.drift_recent(cluster=cluster),
         "router": router_view(cluster=cluster),
+        # Per model: the traffic a release on this cluster would not protect.
+        "unrouted": sorted(
+            unrouted_recent(cluster=cluster, models=list(status["desired"])).items()
+        ),
+        "unrouted_window_min": round(settings.SWITCHYARD_UNROUTED_WINDOW_S / 60),
+        "unrouted_limit": AnalysisSettings().max_unrouted_share,
+        "unrouted_limit_percent": percent(AnalysisSettings().max_unrouted_share),
         "deployments": recent,
         # The running one's per-node progress shows here too, not only where it started.
         "running_deployment": next((d for d in recent if not d.is_finished), None),

@@ -19,8 +19,10 @@ from models_registry.models import ModelVersion
 from releases import selectors
 from releases.configs import ConfigsDiffer
 from releases.guard_log import guard_samples_of
+from releases.inputs import AnalysisSettings
 from releases.services import ReleaseError, release_action, release_create
 from releases.state_machine import ACTIONS, Phase
+from releases.unrouted import UNPROTECTED, percent
 
 ACTION_LABELS = {
     "approve": "Approve next step",
@@ -50,6 +52,7 @@ def _list_context(request) -> dict:
         "versions": ModelVersion.objects.select_related("model").order_by(
             "model__name", "-version"
         ),
+        "unrouted_default_pct": f"{AnalysisSettings().max_unrouted_share * 100:g}",
     }
 
 
@@ -81,6 +84,7 @@ def release_start(request):
     try:
         steps = [float(x) for x in post.get("steps", "5,25,50,100").split(",") if x.strip()]
         gates = [float(x) for x in post.get("manual_gates", "").split(",") if x.strip()]
+        analysis = _unrouted_analysis(post.get("max_unrouted_pct", ""))
         release = release_create(
             cluster=cluster,
             candidate=candidate,
@@ -90,6 +94,8 @@ def release_start(request):
             manual_gates=gates,
             step_interval_s=float(post.get("step_interval_s") or 30),
             sticky_header=post.get("sticky_header", ""),
+            analysis=analysis,
+            confirm_unrouted=post.get("confirm_unrouted") == "on",
         )
     except ConfigsDiffer as exc:
         return _configs_differ_page(request, exc)
@@ -97,6 +103,16 @@ def release_start(request):
         messages.error(request, getattr(exc, "message", str(exc)))
         return redirect("console:release-list")
     return redirect("console:release-detail", release_id=release.pk)
+
+
+def _unrouted_analysis(percent_text: str) -> dict | None:
+    """The form's max unrouted share (a percentage) as the analysis knob; None when blank."""
+    if not percent_text.strip():
+        return None
+    value = float(percent_text)
+    if not 0.0 <= value <= 100.0:
+        raise ValueError("Max unrouted share must be between 0 and 100 %.")
+    return {"max_unrouted_share": value / 100.0}
 
 
 def _consequence(release, action: str) -> str:
@@ -137,6 +153,23 @@ def _guard_context(release) -> dict:
     }
 
 
+def _unrouted_context(release) -> dict | None:
+    """The traffic that bypassed the router's split: at the start and in the last judged
+    interval (releases/unrouted.py), and the limit the start was held to, in percent."""
+    start = release.unrouted_at_start or {}
+    latest = (release.last_analysis or {}).get("unrouted") or {}
+    if not start and not latest:
+        return None
+    limit = start.get("max_share")
+    return {
+        "start": start,
+        "latest": latest,
+        "limit": percent(limit) if isinstance(limit, int | float) else "",
+        "warn": bool(start.get("over"))
+        or (latest.get("share") or 0) > (limit if isinstance(limit, int | float) else 1),
+    }
+
+
 def _cockpit_context(request, release) -> dict:
     phase = Phase(release.phase)
     analyses = [e for e in release.events.all() if e.kind == "analysis"]
@@ -169,6 +202,8 @@ def _cockpit_context(request, release) -> dict:
     return {
         "release": release,
         **_guard_context(release),
+        "unrouted": _unrouted_context(release),
+        "unrouted_clients": UNPROTECTED,
         "steps": [
             {
                 **s,

@@ -87,7 +87,14 @@ OPERATION_NOTES = {
     "`candidate_version`: a summary, then one entry per field with both values; a "
     "config-only change ships as a deployment. On a cluster without a router (`none`, "
     "blue/green only) no weight is honoured: the candidate takes the unversioned traffic "
-    "once READY, the gates judge from then on, and a rollback unloads it.",
+    "once READY, the gates judge from then on, and a rollback unloads it. "
+    "The start measures "
+    "the model's unrouted share (the part of Triton's requests over the last minutes of "
+    "telemetry that did not go through the router's HTTP split: gRPC clients, direct node "
+    "calls, versioned URLs); above `analysis.max_unrouted_share` (default 0.05, on at least "
+    "`analysis.min_requests` requests) it answers 409 on `confirm_unrouted`, naming the share "
+    'and the unprotected clients, unless `"confirm_unrouted": true` (then recorded in '
+    "`unrouted.at_start`, a release event and the audit row).",
     "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events; "
     "`?wait=` holds the answer until it finishes (at most 60 s).",
     "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "

@@ -43,6 +43,11 @@ class RouterSerializer(_SettingsSerializer):
     driver = serializers.ChoiceField(choices=["nginx", "none"], default="none")
     url = serializers.CharField(required=False, help_text="http(s)://host:port clients call")
     listen = serializers.CharField(required=False, help_text="nginx only: 127.0.0.1:<port>")
+    grpc_listen = serializers.CharField(
+        required=False,
+        help_text="nginx only: 127.0.0.1:<port> of a gRPC (http2) listener passing gRPC "
+        "through to the nodes' grpc_url; gRPC is never split by version",
+    )
     prefix_dir = serializers.CharField(
         required=False, help_text="nginx only: a folder under SWITCHYARD_ROUTER_ROOTS"
     )

@@ -46,6 +46,36 @@ class ReleaseSlaSerializer(serializers.Serializer):
     min_throughput_rps = serializers.FloatField(required=False, allow_null=True)
 
 
+class UnroutedMeasureSerializer(serializers.Serializer):
+    """A model's traffic that did not go through the router's HTTP split (releases/unrouted.py)."""
+
+    share = serializers.FloatField(allow_null=True, help_text="0..1; null when not measured")
+    share_percent = serializers.CharField()
+    triton_requests = serializers.IntegerField(help_text="Triton's counters, all nodes")
+    split_requests = serializers.IntegerField(help_text="through the router's HTTP split")
+    unrouted_requests = serializers.IntegerField()
+    window_start = serializers.FloatField(allow_null=True, help_text="epoch seconds")
+    window_end = serializers.FloatField(allow_null=True, help_text="epoch seconds")
+    grpc_via_router = serializers.IntegerField(
+        allow_null=True, help_text="gRPC infer calls through the router (every model)"
+    )
+    versioned_via_router = serializers.IntegerField(allow_null=True)
+    why = serializers.CharField()
+    text = serializers.CharField(help_text="The measurement in words, naming the clients")
+
+
+class UnroutedAtStartSerializer(UnroutedMeasureSerializer):
+    max_share = serializers.FloatField(help_text="analysis.max_unrouted_share")
+    over = serializers.BooleanField()
+    confirmed = serializers.BooleanField(help_text="started above the limit (confirm_unrouted)")
+    confirmed_by = serializers.CharField()
+
+
+class UnroutedSerializer(serializers.Serializer):
+    at_start = UnroutedAtStartSerializer(allow_null=True)
+    latest = UnroutedMeasureSerializer(allow_null=True)
+
+
 class ReleaseSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     cluster = serializers.CharField(source="cluster.name")
@@ -73,10 +103,21 @@ class ReleaseSerializer(serializers.Serializer):
     reason = serializers.CharField()
     pending_action = serializers.JSONField()
     last_analysis = serializers.JSONField()
+    unrouted = serializers.SerializerMethodField(
+        help_text="The model's traffic that bypassed the router's HTTP split: `at_start` "
+        "(measured when the release was created, with the limit and any confirmation) and "
+        "`latest` (the last judged analysis interval); each has `share` (0..1, null when not "
+        "measured), `triton_requests`, `split_requests` and `text`."
+    )
     router_url = serializers.SerializerMethodField()
     created_by = serializers.CharField(source="created_by.username", default=None, allow_null=True)
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
+
+    @extend_schema_field(UnroutedSerializer)
+    def get_unrouted(self, obj) -> dict:
+        latest = (obj.last_analysis or {}).get("unrouted")
+        return {"at_start": obj.unrouted_at_start or None, "latest": latest}
 
     def get_router_url(self, obj) -> str:
         router = obj.cluster.router
@@ -144,6 +185,12 @@ class ReleaseListCreateApi(APIView):
         dry_run = serializers.BooleanField(
             default=False, help_text="Run every check, start nothing: 200 with the plan."
         )
+        confirm_unrouted = serializers.BooleanField(
+            default=False,
+            help_text="Start even when the model's unrouted share (traffic that bypasses the "
+            "router's HTTP split: gRPC, direct node calls, versioned URLs) is above "
+            "analysis.max_unrouted_share; recorded on the release and audited.",
+        )
 
     @extend_schema(
         parameters=[ReleaseFilters, *PAGE_PARAMETERS],
@@ -162,6 +209,7 @@ class ReleaseListCreateApi(APIView):
         strategy = serializers.CharField()
         steps = serializers.JSONField()
         sla = serializers.JSONField()
+        unrouted_at_start = UnroutedAtStartSerializer(allow_null=True)
 
     @extend_schema(
         request=InputSerializer,
@@ -190,6 +238,7 @@ class ReleaseListCreateApi(APIView):
         )
         if body["dry_run"]:
             release.dry_run = True
+            release.unrouted_at_start = release.unrouted_at_start or None
             return Response(self.DryRunSerializer(release).data)
         created = selectors.release_get(release_id=release.pk, with_events=False)
         return Response(ReleaseSerializer(created).data, status=status.HTTP_201_CREATED)
@@ -274,6 +323,10 @@ class RouterRouteSerializer(serializers.Serializer):
 class RouterViewSerializer(serializers.Serializer):
     driver = serializers.CharField()
     listen = serializers.CharField()
+    grpc_listen = serializers.CharField(
+        required=False,
+        help_text="The gRPC pass-through listener ('' for none): gRPC is never split by version.",
+    )
     running = serializers.BooleanField()
     nodes = RouterNodeSerializer(many=True)
     routes = RouterRouteSerializer(many=True)

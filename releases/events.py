@@ -60,6 +60,8 @@ def analysis_payload(
         ],
         "baseline": numbers(metrics["baseline"]),
         "candidate": numbers(metrics["candidate"]),
+        # The interval's traffic that bypassed the router's split (releases/unrouted.py).
+        "unrouted": metrics.get("unrouted"),
     }
 
 

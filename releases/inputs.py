@@ -52,6 +52,10 @@ class AnalysisSettings:
     # "pause"s and says why (a human resumes, promotes or rolls back) or "rollback"s.
     max_inconclusive_checks: int = 10
     on_inconclusive: str = "pause"
+    # At the start: the largest share of the model's Triton requests that may bypass the
+    # router's HTTP split (gRPC, direct node calls, versioned URLs; releases/unrouted.py)
+    # before the release is refused unless confirmed (`confirm_unrouted`).
+    max_unrouted_share: float = 0.05
     # The statistical judge (Mann-Whitney U on per-request latencies from the router's log)
     # decides the latency-vs-baseline checks: "auto" once each side has judge_min_samples
     # latencies, "on" whenever it has any, "off" never (tolerance and margin alone).
@@ -90,6 +94,7 @@ ANALYSIS_RANGES: dict[str, tuple[type, float, float]] = {
     "fast_guard_error_floor": (float, 0.0, 1.0),
     "fast_guard_z": (float, 0.0, 10.0),
     "max_inconclusive_checks": (int, 1, 10_000),
+    "max_unrouted_share": (float, 0.0, 1.0),
     "judge_alpha": (float, 1e-9, 0.5),
     "judge_min_samples": (int, 1, 1_000_000),
 }

@@ -52,6 +52,9 @@ class Release(models.Model):
     # Counters at the start of the current analysis interval, per version (see observe.py).
     interval = models.JSONField(default=dict, blank=True)
     last_analysis = models.JSONField(default=dict, blank=True)
+    # The model's unrouted share measured at the start (releases/unrouted.py), the limit it
+    # was held to, and whether a human confirmed starting above it (`confirm_unrouted`).
+    unrouted_at_start = models.JSONField(default=dict, blank=True)
     # The fast guard's recent per-tick samples (releases/guard_log.py), newest last.
     guard_samples = models.JSONField(default=list, blank=True)
     revision = models.PositiveIntegerField(default=0)
@@ -169,7 +172,8 @@ class Release(models.Model):
 
 class ReleaseEvent(models.Model):
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="events")
-    kind = models.CharField(max_length=20)  # phase | step | check | rejected | action | effect
+    # phase | step | check | rejected | action | effect | unrouted (a confirmed start)
+    kind = models.CharField(max_length=20)
     phase = models.CharField(max_length=20)
     message = models.TextField()
     data = models.JSONField(default=dict, blank=True)

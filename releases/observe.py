@@ -21,6 +21,7 @@ from integrations.triton.probe import probe_model
 from releases import interval
 from releases.analysis import Metrics
 from releases.routing import access_log_path
+from releases.unrouted import UnroutedMeasure
 
 
 @dataclass
@@ -147,7 +148,8 @@ def _router_interval(log: Path | None, start: dict, model: str) -> RouterInterva
 def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[str, Metrics]:
     """Baseline and candidate traffic since `start`, from Triton and from the router."""
     nodes = live_counters(views)
-    router = _router_interval(access_log_path(release.cluster), start, release.model.name)
+    log = access_log_path(release.cluster)
+    router = _router_interval(log, start, release.model.name)
     out: dict = {"latencies": {}}
     for role, version in (
         ("baseline", release.baseline.version),
@@ -169,7 +171,26 @@ def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[s
             router_requests=router.requests[version] if seen else None,
             router_errors=router.errors[version] if seen else None,
         )
+    # No router (blue/green for every client at once): nothing to go around.
+    out["unrouted"] = (
+        None if log is None else interval_unrouted(out, router is not None, since=start.get("at"))
+    )
     return out
+
+
+def interval_unrouted(metrics: dict, has_log: bool, *, since: float | None) -> dict:
+    """The interval's unrouted share (releases/unrouted.py): Triton's requests of both
+    versions against the requests the router's split sent them; JSON, as stored."""
+    if not has_log:
+        why = "Not measured: the router's access log is not readable here."
+        return UnroutedMeasure(0, 0, None, window_start=since, why=why).to_json()
+    roles = [metrics["baseline"], metrics["candidate"]]
+    return UnroutedMeasure.of(
+        sum(m.requests for m in roles),
+        sum(m.router_requests or 0 for m in roles),
+        window_start=since,
+        window_end=time.time(),
+    ).to_json()
 
 
 def pending_requests(views: dict[str, NodeView], version: int) -> float:

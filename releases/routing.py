@@ -17,7 +17,7 @@ from deployments.validation import cluster_router, router_dir
 from integrations.concurrency import fan_out
 from integrations.paths import PathError
 from integrations.routers import ModelRoute, RouterDriver, RouterError, RouterState, get_driver
-from integrations.routers.base import upstream_address
+from integrations.routers.base import grpc_address, upstream_address
 from integrations.routers.settings import RouterSettingsError
 from integrations.triton.errors import TritonError
 
@@ -53,11 +53,13 @@ def router_for(cluster: TritonCluster) -> RouterDriver:
     the caller refuses this cluster and goes on with the others.
     """
     router = cluster_router(cluster)
-    key = f"{cluster.pk}:{router.driver}:{router.listen}:{router.prefix_dir}"
+    key = f"{cluster.pk}:{router.driver}:{router.listen}:{router.grpc_listen}:{router.prefix_dir}"
     if key not in _DRIVERS:
         if router.driver == "nginx":
             prefix = str(router_prefix(cluster))
-            _DRIVERS[key] = get_driver("nginx", prefix_dir=prefix, listen=router.listen)
+            _DRIVERS[key] = get_driver(
+                "nginx", prefix_dir=prefix, listen=router.listen, grpc_listen=router.grpc_listen
+            )
         else:
             _DRIVERS[key] = get_driver("none")
     return _DRIVERS[key]
@@ -97,7 +99,24 @@ def router_state(
     """The whole state to apply: `routes`, sent to the nodes the membership rule admits
     (`router_upstreams`, given what the running router `live` sends to now)."""
     serving = live.upstreams if live is not None else []
-    return RouterState(upstreams=router_upstreams(cluster, serving), routes=routes)
+    upstreams = router_upstreams(cluster, serving)
+    return RouterState(
+        upstreams=upstreams, routes=routes, grpc_upstreams=grpc_upstreams(cluster, upstreams)
+    )
+
+
+def grpc_upstreams(cluster: TritonCluster, upstreams: list[str]) -> list[str]:
+    """The gRPC endpoints of the nodes the router sends HTTP to (same membership), for the
+    gRPC pass-through; a node without a usable grpc_url is left out of it."""
+    out = []
+    for node in cluster.nodes.all():
+        if node.http_url not in upstreams or not node.grpc_url:
+            continue
+        try:
+            out.append(grpc_address(node.grpc_url))
+        except RouterError:
+            continue
+    return out
 
 
 # --- membership: which nodes the router sends to (one rule, used by every apply) ----------
@@ -194,7 +213,8 @@ def router_sync(cluster: TritonCluster) -> bool:
         if live is None:
             return False
         nodes = router_upstreams(cluster, live.upstreams)
-        if live.upstreams == nodes:
+        grpc = grpc_upstreams(cluster, nodes)
+        if live.upstreams == nodes and live.grpc_upstreams == grpc:
             return False
-        router.apply(RouterState(upstreams=nodes, routes=live.routes))
+        router.apply(RouterState(upstreams=nodes, routes=live.routes, grpc_upstreams=grpc))
     return True

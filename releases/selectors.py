@@ -1,12 +1,19 @@
 """Reads of releases."""
 
+import math
+import time
 from dataclasses import asdict
+from datetime import UTC, datetime
 
-from django.db.models import QuerySet
+from django.conf import settings
+from django.db.models import QuerySet, Sum
 
 from accounts.pagination import filtered
+from integrations.routers.access_log import last_lines, parse_line, router_counts
 from releases.inputs import ReleaseInputError
 from releases.models import Release, ReleaseEvent
+from releases.unrouted import UnroutedMeasure
+from telemetry.models import Rollup
 
 _RELATED = ("cluster", "model", "baseline", "candidate", "created_by")
 
@@ -57,6 +64,7 @@ def router_view(*, cluster) -> dict:
     if view["driver"] != "nginx":
         return view
     view["listen"] = settings.listen
+    view["grpc_listen"] = settings.grpc_listen
     live = router_for(cluster).current()
     routed = set(live.upstreams) if live is not None else set()
     view["running"] = live is not None
@@ -176,3 +184,71 @@ def release_no_router_notice(release: Release) -> list[str]:
         f"Until then the gates judge v{c} on its versioned requests alone.",
         f"Rolling back unloads v{c}; v{b} never stops taking unversioned traffic.",
     ]
+
+
+def unrouted_recent(
+    *, cluster, models: list[str], now: float | None = None
+) -> dict[str, UnroutedMeasure]:
+    """Each model's unrouted share over the last SWITCHYARD_UNROUTED_WINDOW_S: Triton's
+    requests from the telemetry rollups (complete minutes, summed over nodes and versions)
+    against the requests the router's access log shows for its HTTP split in those same
+    minutes (releases/unrouted.py). {} for a cluster without an nginx router: with none,
+    every client reaches Triton directly and a release is blue/green for all of them."""
+    from releases.routing import access_log_path
+
+    log = access_log_path(cluster)
+    if log is None or not models:
+        return {}
+    now = time.time() if now is None else now
+    since = math.floor((now - settings.SWITCHYARD_UNROUTED_WINDOW_S) / 60.0) * 60.0
+    rows = (
+        Rollup.objects.filter(
+            cluster=cluster,
+            model_name__in=models,
+            minute__gte=datetime.fromtimestamp(since, tz=UTC),
+        )
+        .exclude(version="")
+        .values("model_name", "minute")
+        .annotate(requests=Sum("requests"))
+    )
+    minutes: dict[str, dict[float, int]] = {m: {} for m in models}
+    for row in rows:
+        minutes[row["model_name"]][row["minute"].timestamp()] = int(row["requests"] or 0)
+    if not log.exists():
+        why = "Not measured: the router's access log is not readable here (has it started?)."
+        return {m: UnroutedMeasure(0, 0, None, why=why) for m in models}
+    lines, whole = last_lines(log, settings.SWITCHYARD_UNROUTED_LOG_BYTES)
+    covered = _log_covers_from(lines, whole)
+    return {m: _unrouted_of(m, minutes[m], lines, covered, since) for m in models}
+
+
+def _log_covers_from(lines: list[str], whole: bool) -> float:
+    """The first minute the router's log covers: minutes before it are not compared (the
+    router started, or its log was rotated, since; a read cut mid-log starts a minute late
+    to count only whole ones). -inf for an empty whole log: nothing went through it."""
+    first = next((e for e in map(parse_line, lines[:10]) if e is not None), None)
+    if first is None:
+        return -math.inf if whole else math.inf
+    rounded = math.floor if whole else math.ceil
+    return rounded(first.ts / 60.0) * 60.0
+
+
+def _unrouted_of(
+    model: str, minutes: dict[float, int], lines: list[str], covered: float, since: float
+) -> UnroutedMeasure:
+    kept = {m: n for m, n in minutes.items() if m >= covered}
+    if not kept:
+        why = (
+            "Not measured: no telemetry for the model in the window the router's log covers "
+            "(is the collector running?)."
+        )
+        return UnroutedMeasure(0, 0, None, window_start=since, why=why)
+    counts = router_counts(lines, keep=lambda ts: math.floor(ts / 60.0) * 60.0 in kept)
+    return UnroutedMeasure.of(
+        sum(kept.values()),
+        counts.split.get(model, 0),
+        window_start=min(kept),
+        window_end=max(kept) + 60.0,
+        grpc_via_router=counts.grpc,
+        versioned_via_router=counts.versioned.get(model, 0),
+    )

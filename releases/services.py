@@ -27,7 +27,9 @@ from releases.inputs import (
 )
 from releases.models import Release, ReleaseEvent
 from releases.routing import router_driver_name
+from releases.selectors import unrouted_recent
 from releases.state_machine import ACTIONS, TERMINAL, Phase, State
+from releases.unrouted import exceeds, percent
 
 
 class ReleaseError(ApplicationError):
@@ -78,11 +80,13 @@ def release_create(
     drain_s: float = 2.0,
     require_benchmark: bool | None = None,
     dry_run: bool = False,
+    confirm_unrouted: bool = False,
 ) -> Release:
     """Record a release of `candidate` against what serves now; validated; audited.
 
     `dry_run`: every check runs (the locked ones included), then the unsaved release is
-    returned: nothing is written, audited or started.
+    returned: nothing is written, audited or started. A model whose measured unrouted
+    share is above `analysis.max_unrouted_share` is refused (409) unless `confirm_unrouted`.
     """
     spec_steps = _checked_inputs(
         strategy=strategy,
@@ -119,8 +123,37 @@ def release_create(
         release.spec()
     except (ValueError, TypeError) as exc:
         raise ReleaseError(str(exc), field="steps") from None
+    release.unrouted_at_start = _unrouted_check(release, actor=actor, confirmed=confirm_unrouted)
     _record(release, actor=actor, dry_run=dry_run)
     return release
+
+
+def _unrouted_check(release: Release, *, actor, confirmed: bool) -> dict:
+    """The model's unrouted share now, with the limit it is held to; 409 naming the share and
+    the unprotected clients when it is above the limit and not confirmed."""
+    measured = unrouted_recent(cluster=release.cluster, models=[release.model.name])
+    measure = measured.get(release.model.name)
+    if measure is None:
+        return {}  # no router: nothing bypasses what does not exist
+    knobs = release.analysis_settings()
+    over = exceeds(measure, max_share=knobs.max_unrouted_share, min_requests=knobs.min_requests)
+    if over and not confirmed:
+        raise ReleaseError(
+            f"{release.model.name} on {release.cluster.name}: {measure.text()} That is above "
+            f"analysis.max_unrouted_share ({percent(knobs.max_unrouted_share)}). Move those "
+            "clients to the router's HTTP URL, or confirm to start anyway (confirm_unrouted: "
+            "true; the console's checkbox).",
+            field="confirm_unrouted",
+            status=409,
+        )
+    who = actor.get_username() if actor else ""
+    return {
+        **measure.to_json(),
+        "max_share": knobs.max_unrouted_share,
+        "over": over,
+        "confirmed": bool(over and confirmed),
+        "confirmed_by": who if over and confirmed else "",
+    }
 
 
 def _record(release: Release, *, actor, dry_run: bool) -> None:
@@ -179,11 +212,26 @@ def _start(release: Release, *, actor) -> None:
         actor=who,
         message=f"{who or 'system'} started {release}",
     )
+    unrouted = release.unrouted_at_start or {}
+    if unrouted.get("confirmed"):
+        ReleaseEvent.objects.create(
+            release=release,
+            kind="unrouted",
+            phase=release.phase,
+            actor=who,
+            message=f"{who or 'system'} confirmed starting above the unrouted limit: "
+            f"{unrouted.get('text', '')}",
+            data=unrouted,
+        )
     audit_record(
         actor=actor,
         action="release.created",
         obj=release,
-        details={"steps": release.steps, "strategy": release.strategy},
+        details={
+            "steps": release.steps,
+            "strategy": release.strategy,
+            **({"unrouted": unrouted} if unrouted else {}),
+        },
     )
     transaction.on_commit(lambda: events.queue_tick(release.pk))
 

@@ -46,14 +46,24 @@ def json_object(value: str | None) -> dict | None:
 @click.option("--interval", type=float, default=None, help="Seconds between steps.")
 @click.option("--manual-gates", default=None, help="Steps that wait for approval, e.g. 50.")
 @click.option("--analysis", default=None, help="JSON, e.g. '{\"min_requests\": 50}'.")
+@click.option(
+    "--confirm-unrouted",
+    is_flag=True,
+    help="Start even when more of the model's traffic than analysis.max_unrouted_share "
+    "bypasses the router's HTTP split (gRPC, direct node calls): it is not protected.",
+)
 @wait_options
 @output_option
 @api_command
-def release_start(target, cluster, strategy, steps, interval, manual_gates, analysis, **opts):
+def release_start(
+    target, cluster, strategy, steps, interval, manual_gates, analysis, confirm_unrouted, **opts
+):
     """Start releasing MODEL:VERSION on CLUSTER; --wait exits 0 promoted, 1 rolled back."""
     api, (name, number) = client(), target
     body = {"cluster": cluster, "model": name, "candidate_version": number}
     body.update(strategy=strategy, steps=int_list(steps))
+    if confirm_unrouted:
+        body["confirm_unrouted"] = True
     extras = {
         "step_interval_s": interval,
         "manual_gates": int_list(manual_gates) if manual_gates else None,

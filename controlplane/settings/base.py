@@ -358,6 +358,11 @@ SWITCHYARD_DEPLOY_DRAIN_S = env.float("SWITCHYARD_DEPLOY_DRAIN_S", default=2.0)
 # stays in the router this long after reconcile last saw it up (nginx itself passes a
 # refused connection to the next node meanwhile), then leaves until it serves again.
 SWITCHYARD_ROUTER_DOWN_GRACE_S = env.float("SWITCHYARD_ROUTER_DOWN_GRACE_S", default=20.0)
+# The unrouted share a release start measures (releases/selectors.py `unrouted_recent`): the
+# last complete minutes of telemetry rollups against the router's access log, read from its
+# end at most this many bytes back.
+SWITCHYARD_UNROUTED_WINDOW_S = env.float("SWITCHYARD_UNROUTED_WINDOW_S", default=600.0)
+SWITCHYARD_UNROUTED_LOG_BYTES = env.int("SWITCHYARD_UNROUTED_LOG_BYTES", default=64 * 1024 * 1024)
 # Smoke tests of new versions run on this cluster (default: any staging cluster).
 SWITCHYARD_SMOKE_CLUSTER = env.str("SWITCHYARD_SMOKE_CLUSTER", default="")
 

@@ -7,10 +7,12 @@ sees the HTTP status every client got. One JSON object per line (nginx `escape=j
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -155,6 +157,75 @@ def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(pct / 100.0 * len(ordered)))
     return ordered[rank - 1]
+
+
+# What a request's client asked for (request_uri, before any rewrite): the unversioned infer
+# URL is what a release splits; a version in the URL, or gRPC, passes through unsplit.
+_SPLIT_URI = re.compile(r"^/v2/models/([A-Za-z0-9_.-]+)/infer$")
+_VERSIONED_URI = re.compile(r"^/v2/models/([A-Za-z0-9_.-]+)/versions/\d+/infer$")
+GRPC_INFER = (
+    "/inference.GRPCInferenceService/ModelInfer",
+    "/inference.GRPCInferenceService/ModelStreamInfer",
+)
+
+
+@dataclass
+class RouterCounts:
+    """Inference requests the router logged, by what a release can do with them."""
+
+    split: dict[str, int] = field(default_factory=dict)  # model -> unversioned HTTP infer
+    versioned: dict[str, int] = field(default_factory=dict)  # model -> HTTP naming a version
+    grpc: int = 0  # gRPC infer calls of every model (nginx cannot read which model)
+
+
+def router_counts(
+    lines: Iterable[str], keep: Callable[[float], bool] = lambda ts: True
+) -> RouterCounts:
+    """Count the inference requests among `lines` whose time `keep` accepts (pure)."""
+    out = RouterCounts()
+    for line in lines:
+        if "infer" not in line.lower():
+            continue
+        ts = _line_ts(line)
+        if not math.isnan(ts) and not keep(ts):
+            continue  # most lines outside the window skip the JSON decode
+        entry = parse_line(line)
+        if entry is None or not keep(entry.ts):
+            continue
+        path = entry.request_uri.split("?", 1)[0]
+        if path in GRPC_INFER:
+            out.grpc += 1
+        elif entry.method == "POST" and (match := _SPLIT_URI.match(path)):
+            out.split[match.group(1)] = out.split.get(match.group(1), 0) + 1
+        elif entry.method == "POST" and (match := _VERSIONED_URI.match(path)):
+            out.versioned[match.group(1)] = out.versioned.get(match.group(1), 0) + 1
+    return out
+
+
+def _line_ts(line: str) -> float:
+    """The time of a line as nginx writes it (`{"ts":"<msec>",...`) without decoding it;
+    nan (kept, then judged on the decoded entry) for a line of another shape."""
+    if line.startswith('{"ts":"'):
+        with contextlib.suppress(ValueError):
+            return float(line[7 : line.find('"', 7)])
+    return math.nan
+
+
+def last_lines(path: str | Path, max_bytes: int) -> tuple[list[str], bool]:
+    """The complete lines of the log's last `max_bytes`, and whether they reach back to the
+    file's start (False: older lines were left unread). ([], True) for a missing file."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            start = max(0, size - max_bytes)
+            f.seek(start)
+            data = f.read()
+    except FileNotFoundError:
+        return [], True
+    if start > 0:
+        data = data[data.find(b"\n") + 1 :]  # the first line may start mid-way
+    end = data.rfind(b"\n") + 1
+    return data[:end].decode("utf-8", errors="replace").splitlines(), start == 0
 
 
 class AccessLogTail:

@@ -3,7 +3,9 @@
 A router sits in front of a cluster's Triton nodes and splits each released model's
 *unversioned* inference traffic (`POST /v2/models/<m>/infer`) across explicit versions,
 because Triton itself answers that URL with the highest READY version (docs/TRITON.md §versions).
-Everything else passes through untouched. Plain Python, no Django.
+Everything else passes through untouched, gRPC too (its own listener): a gRPC request's
+version is inside its protobuf body, which nginx cannot read, so gRPC is never split.
+Plain Python, no Django.
 """
 
 from __future__ import annotations
@@ -60,10 +62,14 @@ class RouterState:
 
     upstreams: list[str]  # Triton node HTTP base URLs, e.g. "http://127.0.0.1:8000"
     routes: list[ModelRoute] = field(default_factory=list)
+    # The same nodes' gRPC endpoints ("host:port"): passed through, never split by version.
+    grpc_upstreams: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for url in self.upstreams:
             upstream_address(url)
+        for address in self.grpc_upstreams:
+            grpc_address(address)
         names = [route.model for route in self.routes]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
@@ -73,6 +79,7 @@ class RouterState:
         """A JSON-safe dict that `from_json` turns back into an equal state."""
         return {
             "upstreams": list(self.upstreams),
+            **({"grpc_upstreams": list(self.grpc_upstreams)} if self.grpc_upstreams else {}),
             "routes": [
                 {
                     "model": r.model,
@@ -94,7 +101,11 @@ class RouterState:
             )
             for r in data.get("routes", [])
         ]
-        return cls(upstreams=list(data["upstreams"]), routes=routes)
+        return cls(
+            upstreams=list(data["upstreams"]),
+            routes=routes,
+            grpc_upstreams=list(data.get("grpc_upstreams", [])),
+        )
 
 
 @dataclass(frozen=True)
@@ -155,6 +166,15 @@ def upstream_address(url: str) -> str:
     if parts.scheme != "http" or not parts.hostname or port is None or parts.path not in ("", "/"):
         raise RouterError(f"Upstream {url!r} must look like http://host:port.")
     return f"{parts.hostname}:{port}"
+
+
+def grpc_address(address: str) -> str:
+    """'host:port' (or 'grpc://host:port') of a node's gRPC endpoint -> 'host:port', or
+    RouterError for anything else (no IPv6 literal: nginx's upstream line takes it as is)."""
+    host, _, port = str(address).removeprefix("grpc://").rpartition(":")
+    if not MODEL_NAME.fullmatch(host or "") or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RouterError(f"gRPC upstream {address!r} must look like host:port.")
+    return f"{host}:{int(port)}"
 
 
 def get_driver(kind: str, **settings) -> RouterDriver:

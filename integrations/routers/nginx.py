@@ -7,6 +7,9 @@ Facts this relies on (measured here; docs/TRITON.md has the router facts too):
   retry once). A failed reload leaves the old config serving, and `nginx -t` runs first.
 * Triton answers unversioned requests with its highest READY version (docs/TRITON.md §versions), so
   every route rewrites, even one at 100%: that pins the baseline before a candidate loads.
+* gRPC (`grpc_listen`, an http2 listener of its own) is proxied with `grpc_pass` to the
+  nodes' gRPC ports and never split: the model and version are fields of the protobuf body,
+  which nginx cannot read. Its requests are logged with the gRPC method as the URI.
 Everything nginx writes (pid, logs, temp files) stays under the driver's prefix folder.
 """
 
@@ -30,6 +33,7 @@ from integrations.routers.base import (
     ModelRoute,
     RouterError,
     RouterState,
+    grpc_address,
     upstream_address,
 )
 
@@ -42,11 +46,18 @@ _NO_NODES = '"this cluster has no Triton node registered\\n"'
 
 
 def render_config(
-    state: RouterState, *, listen: str, prefix_dir: str | Path, user: str | None = None
+    state: RouterState,
+    *,
+    listen: str,
+    prefix_dir: str | Path,
+    user: str | None = None,
+    grpc_listen: str = "",
 ) -> str:
-    """The complete nginx.conf for a state; the same inputs always give the same text."""
+    """The complete nginx.conf for a state; the same inputs always give the same text.
+    With `grpc_listen`, a second server passes gRPC through to `state.grpc_upstreams`."""
     prefix = _checked_prefix(prefix_dir)
     host, port = parse_listen(listen)
+    grpc = _grpc_blocks(state.grpc_upstreams, grpc_listen) if grpc_listen else []
     text = "\n".join(
         [
             "# Rendered by Switchyard (integrations/routers/nginx.py); apply() overwrites it.",
@@ -63,6 +74,7 @@ def render_config(
             *([_indent(_upstream(state.upstreams))] if state.upstreams else []),
             *(_indent(_split(route, i)) for i, route in enumerate(state.routes)),
             _indent(_server(state.routes, f"{host}:{port}", bool(state.upstreams))),
+            *(_indent(block) for block in grpc),
             "}",
             "",
         ]
@@ -165,6 +177,25 @@ def _server(routes: list[ModelRoute], listen: str, has_nodes: bool) -> str:
     return _server_block(lines)
 
 
+def _grpc_blocks(upstreams: list[str], grpc_listen: str) -> list[str]:
+    """The gRPC upstream and server: every call passes through to a node, unsplit (nginx
+    cannot read the model version out of the protobuf body). No node: UNAVAILABLE."""
+    host, port = parse_listen(grpc_listen)
+    lines = [
+        f"listen {host}:{port} http2;",
+        'set $sy_model "";',
+        'set $sy_version "";',
+        'set $sy_sticky "";',
+    ]
+    if not upstreams:
+        # gRPC clients read HTTP 503 as UNAVAILABLE.
+        return [_server_block([*lines, "location / {", "    return 503;", "}"])]
+    servers = "".join(f"    server {grpc_address(a)};\n" for a in upstreams)
+    upstream = f"upstream triton_grpc {{\n{servers}    keepalive 32;\n}}"
+    lines += ["location / {", "    grpc_pass grpc://triton_grpc;", "}"]
+    return [upstream, _server_block(lines)]
+
+
 def _server_block(lines: list[str]) -> str:
     return "server {\n" + _indent("\n".join(lines)) + "\n}"
 
@@ -207,10 +238,14 @@ class NginxRouter:
         listen: str,
         nginx_binary: str | None = None,
         ready_timeout_s: float = 10.0,
+        grpc_listen: str = "",
     ) -> None:
         self.prefix = Path(_checked_prefix(Path(prefix_dir).absolute()))
         self.host, self.port = parse_listen(listen)
         self.listen = listen
+        if grpc_listen:
+            parse_listen(grpc_listen)
+        self.grpc_listen = grpc_listen
         self.binary = nginx_binary or shutil.which("nginx") or "/usr/sbin/nginx"
         self.ready_timeout_s = ready_timeout_s
 
@@ -229,7 +264,13 @@ class NginxRouter:
     def render(self, state: RouterState) -> str:
         """This router's config for a state (workers run as root only when nginx does)."""
         user = pwd.getpwuid(0).pw_name if os.geteuid() == 0 else None
-        return render_config(state, listen=self.listen, prefix_dir=self.prefix, user=user)
+        return render_config(
+            state,
+            listen=self.listen,
+            prefix_dir=self.prefix,
+            user=user,
+            grpc_listen=self.grpc_listen,
+        )
 
     def apply(self, state: RouterState) -> ApplyResult:
         """Make `state` the live config; returns once nginx serves it (no-op when it already is)."""

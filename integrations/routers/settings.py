@@ -19,7 +19,10 @@ from integrations.routers.nginx import _UNSAFE_PATH_CHARS, parse_listen
 from integrations.targets import Network, TargetError, http_base_url
 
 DRIVERS = ("nginx", "none")
-KEYS = {"none": ("driver", "url"), "nginx": ("driver", "url", "listen", "prefix_dir")}
+KEYS = {
+    "none": ("driver", "url"),
+    "nginx": ("driver", "url", "listen", "grpc_listen", "prefix_dir"),
+}
 
 
 class RouterSettingsError(RouterError):
@@ -36,12 +39,14 @@ class RouterSettingsError(RouterError):
 @dataclass(frozen=True)
 class RouterSettings:
     """driver: nginx or none; url: where clients send inference (http(s)://host:port);
-    listen: nginx's loopback address; prefix_dir: nginx's folder ('' = the default one)."""
+    listen: nginx's loopback address; grpc_listen: its gRPC (http2) loopback address, '' for
+    none (gRPC is passed through, never split); prefix_dir: nginx's folder ('' = default)."""
 
     driver: str = "none"
     url: str = ""
     listen: str = ""
     prefix_dir: str = ""
+    grpc_listen: str = ""
 
     def to_json(self) -> dict[str, str]:
         """What is stored: the driver and the keys that are set."""
@@ -92,6 +97,16 @@ def _check_nginx(settings: RouterSettings, roots: Iterable[str | os.PathLike]) -
         parse_listen(settings.listen)
     except RouterError as exc:
         raise RouterSettingsError(exc.message, "router.listen") from None
+    if settings.grpc_listen:
+        try:
+            parse_listen(settings.grpc_listen)
+        except RouterError as exc:
+            raise RouterSettingsError(exc.message, "router.grpc_listen") from None
+        if settings.grpc_listen == settings.listen:
+            raise RouterSettingsError(
+                "Must be another port than router.listen (gRPC has a listener of its own).",
+                "router.grpc_listen",
+            )
     if not settings.prefix_dir:
         return
     if _UNSAFE_PATH_CHARS & set(settings.prefix_dir):

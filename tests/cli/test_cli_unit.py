@@ -196,3 +196,49 @@ def test_a_register_upload_carries_an_idempotency_key_and_is_retried(flaky):
     api = cli_client.Client(f"http://127.0.0.1:{flaky.server_port}", "t", retry_pauses_s=(0, 0, 0))
     answer = api.upload("/v/", {"label": "b1"}, "b1.tar.gz", b"x" * 10, lambda *a: None, "job:v")
     assert answer == {"requests": 3} and _Flaky.seen == [("POST", "job:v")] * 3
+
+
+class _Releases(http.server.BaseHTTPRequestHandler):
+    """A real HTTP server answering POST /api/v1/releases/ as the API does about unrouted
+    traffic: 409 unless the body confirms it, then 201. It keeps the bodies it got."""
+
+    bodies: list = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        self.bodies.append(body)
+        confirmed = body.get("confirm_unrouted") is True
+        answer = (
+            {"id": 7, "state": "pending", "finished": False, "outcome": None}
+            if confirmed
+            else {"errors": [{"field": "confirm_unrouted", "message": "40% unrouted"}]}
+        )
+        data = json.dumps(answer).encode()
+        self.send_response(201 if confirmed else 409)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_release_start_sends_confirm_unrouted_only_when_asked(monkeypatch, tmp_path):
+    _Releases.bodies = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Releases)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("SWITCHYARD_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("SWITCHYARD_URL", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("SWITCHYARD_TOKEN", "t")
+    try:
+        start = ["release", "start", "risk_score:2", "--cluster", "prod"]
+        refused = CliRunner().invoke(cli, start)
+        confirmed = CliRunner().invoke(cli, [*start, "--confirm-unrouted"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert refused.exit_code == 2 and "40% unrouted" in refused.output
+    assert confirmed.exit_code == 0, confirmed.output
+    assert ["confirm_unrouted" in b for b in _Releases.bodies] == [False, True]

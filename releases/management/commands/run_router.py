@@ -56,9 +56,11 @@ class Command(BaseCommand):
             signal.signal(sig, lambda *_: stop.set())
         try:
             router.apply(router_state(cluster, current_routes(cluster), router.current()))
+            grpc = getattr(router, "grpc_listen", "")
             self.stdout.write(
                 f"router for {cluster.name} listening on {router.listen}"
                 f" (clients send to {cluster_router(cluster).url})"
+                + (f"; gRPC on {grpc}, passed through, not split by version" if grpc else "")
             )
             self.stdout.flush()
             stop.wait()

@@ -1,0 +1,267 @@
+"""Unrouted traffic: real Triton nodes, a real nginx router with a gRPC listener, the real
+collector's scrapes and rollups. Clients that call a node directly or speak gRPC are not
+protected by a release; the share they make up is measured before the start (a start above
+`analysis.max_unrouted_share` is refused until confirmed) and in every analysis interval."""
+
+import asyncio
+import json
+import time
+import uuid
+from http.client import HTTPConnection
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from audit.models import AuditEvent
+from deployments.executor import deployment_run
+from deployments.services import cluster_create, deployment_create, node_create
+from integrations.triton.local import free_ports
+from models_registry.services import model_create, team_create
+from releases import routing
+from releases.models import Release, ReleaseEvent
+from releases.services import release_action
+from releases.tick import release_tick
+from telemetry.collector import Collector, ScrapeSource
+from telemetry.selectors import scrape_targets
+from telemetry.services import rollups_write
+from tests.registry.archives import register_risk_score_as
+
+pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+
+FEATURES = np.linspace(-1.0, 1.0, 128, dtype=np.float32).reshape(1, 128)
+FEATURE_INPUT = {"name": "FEATURES", "datatype": "FP32", "shape": [1, 128]}
+BODY = json.dumps({"inputs": [{**FEATURE_INPUT, "data": FEATURES.ravel().tolist()}]})
+
+
+@pytest.fixture
+def world(triton_cluster, settings, tmp_path, make_user):
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
+    rita = make_user("rita", role="release-managers")
+    ada = make_user("ada", role="algorithm")
+    team_create(name="fraud", actor=ada)
+    http_port, grpc_port = free_ports(2)
+    cluster = cluster_create(
+        actor=rita,
+        name="unrouted",
+        environment="production",
+        router={
+            "driver": "nginx",
+            "listen": f"127.0.0.1:{http_port}",
+            "grpc_listen": f"127.0.0.1:{grpc_port}",
+            "url": f"http://127.0.0.1:{http_port}",
+            "prefix_dir": str(tmp_path / "router"),
+        },
+    )
+    for node in triton_cluster.nodes:
+        node_create(
+            cluster=cluster,
+            actor=rita,
+            name=node.name,
+            http_url=node.http_url,
+            grpc_url=node.grpc_url,
+            metrics_url=node.metrics_url,
+        )
+    name = f"rel_unrouted_{uuid.uuid4().hex[:6]}"
+    model = model_create(name=name, team="fraud", actor=ada, sla={"p99_latency_ms": 500})
+    baseline = register_risk_score_as(model, ada, 1)
+    candidate = register_risk_score_as(model, ada, 2)
+    deployment = deployment_create(cluster=cluster, version=baseline, actor=rita)
+    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+    routing.router_for(cluster).apply(routing.router_state(cluster, []))
+    api = APIClient()
+    api.force_authenticate(rita)
+    world = {
+        "rita": rita,
+        "cluster": cluster,
+        "model": name,
+        "candidate": candidate,
+        "http_port": http_port,
+        "grpc_port": grpc_port,
+        "nodes": triton_cluster.nodes,
+        "api": api,
+    }
+    try:
+        yield world
+    finally:
+        routing.router_for(cluster).stop()
+        routing._DRIVERS.clear()
+        unload = deployment_create(cluster=cluster, version=None, model=model, actor=rita)
+        deployment_run(deployment_id=unload.pk)
+
+
+def http_infer(base_url: str, model: str, n: int) -> list[str]:
+    """`n` unversioned HTTP inferences to a base URL (a node or the router): their versions."""
+    parts = urlsplit(base_url)
+    conn = HTTPConnection(parts.hostname, parts.port, timeout=30)
+    versions = []
+    try:
+        for _ in range(n):
+            headers = {"Content-Type": "application/json"}
+            conn.request("POST", f"/v2/models/{model}/infer", BODY, headers)
+            response = conn.getresponse()
+            assert response.status == 200
+            versions.append(json.loads(response.read())["model_version"])
+    finally:
+        conn.close()
+    return versions
+
+
+def grpc_infer(address: str, model: str, n: int) -> None:
+    client = grpcclient.InferenceServerClient(address)
+    try:
+        for _ in range(n):
+            features = grpcclient.InferInput("FEATURES", [1, 128], "FP32")
+            features.set_data_from_numpy(FEATURES)
+            client.infer(model, [features], client_timeout=30)
+    finally:
+        client.close()
+
+
+def collected(send) -> None:
+    """The real collector around `send()`: a scrape, the traffic, a scrape, the minute stored.
+    Rollups count per minute: traffic that straddled a minute's end would be measured by
+    the router in a minute Triton's first scrape has no row for, so it starts in a fresh one."""
+    if time.time() % 60 > 50:
+        time.sleep(60.5 - time.time() % 60)
+    collector = Collector([ScrapeSource(scrape_targets())])
+    asyncio.run(collector.tick(time.time()))
+    send()
+    asyncio.run(collector.tick(time.time()))
+    rollups_write(rows=asyncio.run(collector.flush(None)))
+
+
+def tick_until(release, done, timeout_s: float = 90.0, between=None) -> Release:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        release = release_tick(release_id=release.pk, inline_loads=True) or release
+        if done(release):
+            return release
+        if between is not None:
+            between()
+        time.sleep(0.3)
+    raise AssertionError(f"not done after {timeout_s} s: {release.phase} {release.reason}")
+
+
+def test_direct_and_grpc_clients_refuse_a_start_until_confirmed_and_show_in_every_interval(
+    world,
+):
+    model, nodes = world["model"], world["nodes"]
+    router_url, grpc_router = (
+        f"http://127.0.0.1:{world['http_port']}",
+        f"127.0.0.1:{world['grpc_port']}",
+    )
+
+    def before_start():
+        http_infer(router_url, model, 20)  # through the split a release would apply
+        http_infer(nodes[0].http_url, model, 24)  # straight to a node
+        grpc_infer(grpc_router, model, 16)  # through the router, but gRPC: passed through
+
+    collected(before_start)
+
+    page = Client()
+    page.force_login(world["rita"])
+    cluster_page = page.get(reverse("console:cluster-detail", args=[world["cluster"].name]))
+    html = cluster_page.content.decode()
+    assert 'data-testid="cluster-unrouted"' in html
+    assert ">66.7%<" in html  # 40 of the 60 requests Triton counted went around the split
+
+    # The console's form says the same as the API (and starts nothing).
+    form = {
+        "cluster_id": world["cluster"].pk,
+        "version_id": world["candidate"].pk,
+        "steps": "50,100",
+        "step_interval_s": "2",
+    }
+    refused_page = page.post(reverse("console:release-start"), form, follow=True)
+    assert "66.7% of 60 requests (40)" in refused_page.content.decode()
+    assert 'data-testid="confirm-unrouted"' in refused_page.content.decode()
+    wrong = page.post(
+        reverse("console:release-start"), {**form, "max_unrouted_pct": "500"}, follow=True
+    )
+    assert "between 0 and 100 %" in wrong.content.decode()
+    assert not Release.objects.exists()
+
+    body = {
+        "cluster": world["cluster"].name,
+        "model": model,
+        "candidate_version": 2,
+        "steps": [50, 100],
+        "step_interval_s": 2,
+        "analysis": {"min_requests": 10, "max_failed_checks": 3, "latency_tolerance": 10},
+        "progress_deadline_s": 120,
+    }
+    refused = world["api"].post("/api/v1/releases/", body, format="json")
+    assert refused.status_code == 409, refused.content
+    error = refused.json()["errors"][0]
+    assert error["field"] == "confirm_unrouted"
+    assert "66.7% of 60 requests (40)" in error["message"]
+    assert "gRPC clients" in error["message"] and "calling a node directly" in error["message"]
+    assert "max_unrouted_share (5%)" in error["message"]
+    assert not Release.objects.exists()
+
+    started = world["api"].post(
+        "/api/v1/releases/", {**body, "confirm_unrouted": True}, format="json"
+    )
+    assert started.status_code == 201, started.content
+    at_start = started.json()["unrouted"]["at_start"]
+    assert at_start["share"] == pytest.approx(40 / 60)
+    assert (at_start["triton_requests"], at_start["split_requests"]) == (60, 20)
+    assert at_start["confirmed"] and at_start["confirmed_by"] == "rita"
+    assert at_start["grpc_via_router"] == 16
+    release = Release.objects.get(pk=started.json()["id"])
+    confirmed = ReleaseEvent.objects.get(release=release, kind="unrouted")
+    assert confirmed.actor == "rita" and "66.7%" in confirmed.message
+    audit = AuditEvent.objects.get(action="release.created")
+    assert audit.details["unrouted"]["confirmed"] is True
+
+    # During the release: half the traffic through the split, half straight to the nodes.
+    release = tick_until(release, lambda r: r.phase == "PROGRESSING")
+    direct = []
+
+    def traffic():
+        http_infer(router_url, model, 6)
+        direct.extend(http_infer(nodes[1].http_url, model, 6))
+
+    release = tick_until(
+        release, lambda r: (r.last_analysis.get("unrouted") or {}).get("share"), between=traffic
+    )
+    latest = release.last_analysis["unrouted"]
+    assert 0.3 <= latest["share"] <= 0.7, latest
+    assert latest["triton_requests"] >= 10
+    # Unversioned direct calls get Triton's highest READY version: the candidate, at any step.
+    assert set(direct) == {"2"}
+
+    detail = world["api"].get(f"/api/v1/releases/{release.pk}/").json()
+    assert detail["unrouted"]["latest"]["share"] == pytest.approx(latest["share"])
+    assert detail["analyses"][-1]["unrouted"]["share"] is not None
+    cockpit = page.get(reverse("console:release-detail", args=[release.pk])).content.decode()
+    assert 'data-testid="release-unrouted"' in cockpit
+    assert latest["share_percent"] in cockpit
+    assert "started above the limit, confirmed by rita" in cockpit
+
+    release_action(release=release, action="rollback", actor=world["rita"], reason="test over")
+    tick_until(release, lambda r: r.phase in ("ROLLED_BACK", "FAILED"))
+
+
+def test_a_model_whose_clients_all_use_the_split_starts_without_confirmation(world):
+    model = world["model"]
+    collected(lambda: http_infer(f"http://127.0.0.1:{world['http_port']}", model, 60))
+    body = {
+        "cluster": world["cluster"].name,
+        "model": model,
+        "candidate_version": 2,
+        "steps": [100],
+        "analysis": {"min_requests": 10},
+        "dry_run": True,
+    }
+    planned = world["api"].post("/api/v1/releases/", body, format="json")
+    assert planned.status_code == 200, planned.content
+    at_start = planned.json()["unrouted_at_start"]
+    assert at_start["share"] == 0.0 and at_start["split_requests"] == 60
+    assert not at_start["over"] and not at_start["confirmed"]
