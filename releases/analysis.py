@@ -7,7 +7,7 @@ human-readable line per check. The statistical judge's tests come from scipy.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -114,7 +114,7 @@ def analyze(
     min_requests: int,
     latency_tolerance: float,
     success_margin_pct: float = SUCCESS_MARGIN_PCT,
-    latency_margin_ms: float = 0.0,
+    latency_margin_ms: float | Mapping[str, float] = 0.0,
     judge: LatencyJudge | None = None,
 ) -> Verdict:
     """Pass when every applicable check passes; inconclusive below min_requests; else fail.
@@ -123,8 +123,10 @@ def analyze(
     `latency_tolerance` times and, with a decisive `judge`, the judge is also sure it is
     slower (p below alpha): a p99 over a few dozen requests moves by more than 1.3x on its
     own. Without a decisive judge (too few per-request samples, no router log) the limit is
-    the larger of tolerance times and `latency_margin_ms` more: at a millisecond or two,
-    ratios measure scheduling noise rather than the model.
+    the larger of tolerance times and `latency_margin_ms` more (one figure, or one per
+    statistic: {"avg_ms": .., "p99_ms": ..}, e.g. the baseline's measured noise from
+    `noise_margins_ms`): at a millisecond or two, ratios measure scheduling noise rather
+    than the model.
     """
     volume = _at_least("requests", "requests", candidate.seen, min_requests, "")
     if not volume.passed:
@@ -133,8 +135,8 @@ def analyze(
     base = baseline if baseline is not None and baseline.seen > 0 else None
     checks = [volume, *_success_checks(candidate, base, sla, success_margin_pct)]
     decisive = judge if judge is not None and judge.decisive else None
-    margin = 0.0 if decisive else latency_margin_ms
     for name in ("avg_ms", "p99_ms"):
+        margin = 0.0 if decisive else _margin_of(latency_margin_ms, name)
         checks += _latency_checks(name, candidate, base, sla, latency_tolerance, margin, decisive)
     if sla.max_queue_ms is not None and candidate.queue_ms is not None:
         checks.append(_at_most("queue_sla", "queue", candidate.queue_ms, sla.max_queue_ms))
@@ -142,6 +144,28 @@ def analyze(
     if failed:
         return Verdict("fail", checks, "; ".join(c.text for c in failed))
     return Verdict("pass", checks, ", ".join(c.text for c in checks[1:]) or volume.text)
+
+
+def _margin_of(margin: float | Mapping[str, float], name: str) -> float:
+    return float(margin.get(name, 0.0)) if isinstance(margin, Mapping) else float(margin)
+
+
+def noise_margins_ms(
+    latencies: Sequence[float], *, min_samples: int = 20, rounds: int = 200, seed: int = 0
+) -> dict[str, float] | None:
+    """How far the baseline's own avg and p99 move by chance, from its per-request latencies
+    (ms): for each statistic, the 95th percentile of a bootstrap (`rounds` resamples, fixed
+    `seed`) minus its value; the latency gates' slack when the judge does not decide. None
+    below `min_samples` latencies."""
+    values = np.asarray(latencies, dtype=float)
+    if len(values) < min_samples:
+        return None
+    draws = np.random.default_rng(seed).choice(values, size=(rounds, len(values)))
+    out = {}
+    for name, stat in (("avg_ms", np.mean), ("p99_ms", lambda a, **kw: np.percentile(a, 99, **kw))):
+        boot = stat(draws, axis=1)
+        out[name] = max(0.0, float(np.percentile(boot, 95) - stat(values)))
+    return out
 
 
 def _success_checks(

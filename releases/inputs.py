@@ -36,6 +36,8 @@ class AnalysisSettings:
     min_requests: int = 50
     max_failed_checks: int = 2
     latency_tolerance: float = 1.3
+    # Latency slack when the judge does not decide and no per-request latencies exist (with
+    # them, the baseline's measured noise is the slack: releases/tick.py `_verdict`).
     latency_margin_ms: float = 1.0
     # The fast guard rolls back as soon as a one-sided bound (z 1.645: 95 %) on the
     # candidate's error rate over all its requests so far exceeds what it is allowed: 1 - the

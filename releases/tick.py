@@ -27,6 +27,7 @@ from releases.analysis import (
     analyze,
     fast_guard,
     latency_judge,
+    noise_margins_ms,
     statistical_judge,
 )
 from releases.inputs import ReleaseInputError
@@ -35,6 +36,9 @@ from releases.routing import access_log_path
 from releases.state_machine import GUARDED, TERMINAL, Observation, Phase, decide
 
 log = logging.getLogger(__name__)
+
+# nginx logs request times in whole milliseconds: latency differences below it are unseen.
+LOG_RESOLUTION_MS = 1.0
 
 
 def release_tick(*, release_id: int, inline_loads: bool = False) -> Release | None:
@@ -251,17 +255,26 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
         min_samples=knobs.judge_min_samples,
         alpha=knobs.judge_alpha,
     )
+    # Below the judge's sample minimum, the slack is the baseline's own noise in this
+    # interval, never below the router log's millisecond resolution; the setting only
+    # without per-request latencies.
+    noise = None if judge.decisive else noise_margins_ms(latencies["baseline"])
+    if noise is not None:
+        noise = {name: max(ms, LOG_RESOLUTION_MS) for name, ms in noise.items()}
     verdict = analyze(
         metrics["candidate"],
         metrics["baseline"],
         _sla(release),
         min_requests=spec.min_requests,
         latency_tolerance=spec.latency_tolerance,
-        latency_margin_ms=knobs.latency_margin_ms,
+        latency_margin_ms=noise or knobs.latency_margin_ms,
         judge=judge,
     )
     release.last_analysis = events.analysis_payload(release, verdict, metrics, now, started=started)
     release.last_analysis["judge"] = {**p_values, "decisive": judge.decisive}
+    release.last_analysis["latency_margin_ms"] = (
+        {k: round(v, 3) for k, v in noise.items()} if noise else knobs.latency_margin_ms
+    )
     return {"verdict": verdict.result, "verdict_reason": verdict.reason, "verdict_at": now}
 
 

@@ -1,5 +1,6 @@
 """Tests of the pure per-interval analysis, fast guard and statistical judge."""
 
+import numpy as np
 import pytest
 
 from releases.analysis import (
@@ -247,3 +248,27 @@ def test_judge_modes() -> None:
     assert latency_judge(0.5, (1, 1), mode="on", min_samples=50, alpha=0.01).decisive
     assert not latency_judge(0.5, (99, 99), mode="off", min_samples=50, alpha=0.01).decisive
     assert not latency_judge(None, (99, 99), mode="on", min_samples=50, alpha=0.01).decisive
+
+
+def test_noise_margins_measure_the_baselines_own_spread() -> None:
+    from releases.analysis import noise_margins_ms
+
+    assert noise_margins_ms([1.0] * 19) is None  # too few to say
+    assert noise_margins_ms([2.0] * 100) == {"avg_ms": 0.0, "p99_ms": 0.0}
+    rng = np.random.default_rng(1)
+    steady = noise_margins_ms(rng.normal(10, 0.1, 400))
+    noisy = noise_margins_ms(rng.normal(10, 3.0, 400))
+    assert 0 < steady["avg_ms"] < noisy["avg_ms"] and steady["p99_ms"] < noisy["p99_ms"]
+    assert noise_margins_ms(rng.normal(10, 3.0, 400)) != noise_margins_ms(
+        rng.normal(10, 3.0, 400)
+    )  # measured, not a constant
+
+
+def test_a_per_statistic_margin_applies_without_a_decisive_judge() -> None:
+    base = Metrics(requests=1000, errors=0, avg_ms=1.0, p99_ms=2.0)
+    slower = Metrics(requests=1000, errors=0, avg_ms=1.5, p99_ms=3.0)
+    margins = {"avg_ms": 0.6, "p99_ms": 0.8}
+    v = analyze(
+        slower, base, SLA(), min_requests=10, latency_tolerance=1.3, latency_margin_ms=margins
+    )
+    assert v.result == "fail" and "p99 3 > 2 + 0.8 ms" in v.reason and "avg" not in v.reason
