@@ -97,17 +97,10 @@ def release_create(
         analysis=analysis,
         sticky=sticky_header,
     )
-    model = candidate.model
-    baseline = _baseline_for(cluster, candidate, strategy=strategy)
-    refuse_if_configs_differ(baseline=baseline, candidate=candidate)
-    required = cluster.require_benchmark if require_benchmark is None else require_benchmark
-    try:
-        benchmark_gate_check(version=candidate, required=required)
-    except BenchmarkGateError as exc:
-        raise ReleaseError(str(exc) + ".", field="candidate_version") from None
+    baseline = _baseline_checked(cluster, candidate, strategy, require_benchmark)
     release = Release(
         cluster=cluster,
-        model=model,
+        model=candidate.model,
         baseline=baseline,
         candidate=candidate,
         strategy=strategy,
@@ -126,6 +119,19 @@ def release_create(
     release.unrouted_at_start = _unrouted_check(release, actor=actor, confirmed=confirm_unrouted)
     _record(release, actor=actor, dry_run=dry_run)
     return release
+
+
+def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool | None):
+    """What serves now, once the candidate may replace it: the same config (400 naming the
+    fields) and, where required, a passed benchmark."""
+    baseline = _baseline_for(cluster, candidate, strategy=strategy)
+    refuse_if_configs_differ(baseline=baseline, candidate=candidate)
+    required = cluster.require_benchmark if require_benchmark is None else require_benchmark
+    try:
+        benchmark_gate_check(version=candidate, required=required)
+    except BenchmarkGateError as exc:
+        raise ReleaseError(str(exc) + ".", field="candidate_version") from None
+    return baseline
 
 
 def _unrouted_check(release: Release, *, actor, confirmed: bool) -> dict:
