@@ -5,7 +5,6 @@ version even while the HTTP split pins every HTTP request to version 1."""
 
 import http.client
 import json
-import uuid
 
 import numpy as np
 import pytest
@@ -17,30 +16,11 @@ from integrations.routers.access_log import last_lines, router_counts
 from integrations.routers.nginx import NginxRouter
 from integrations.triton.local import free_ports
 from releases.unrouted import UnroutedMeasure
-from tests.exampledata import example_config_json, example_files
+from tests.integration.test_nginx_router import risk_pair  # noqa: F401 - the `model` fixture
 
 pytestmark = pytest.mark.triton
 
 FEATURES = np.linspace(0.0, 1.27, 128, dtype=np.float32).reshape(1, 128)
-
-
-@pytest.fixture(scope="module")
-def model(triton_cluster):
-    """risk_score v1 and v2 under a unique name on every node; unloaded afterwards."""
-    name = f"risk_grpc_t{uuid.uuid4().hex[:6]}"
-    config = example_config_json("risk_score", name=name, versions=[1, 2])
-    files = {**example_files("risk_score", 1), **example_files("risk_score", 2)}
-    clients = [grpcclient.InferenceServerClient(node.grpc_url) for node in triton_cluster.nodes]
-    try:
-        for client in clients:
-            client.load_model(name, config=config, files=files, client_timeout=60)
-        yield name
-    finally:
-        for client in clients:
-            try:
-                client.unload_model(name, client_timeout=60)
-            finally:
-                client.close()
 
 
 @pytest.fixture

@@ -40,9 +40,10 @@ BODY = json.dumps(
 ).encode()
 
 
-@pytest.fixture(scope="module")
-def model(triton_cluster):
-    """risk_score v1 and v2 under a unique name on every node; unloaded afterwards."""
+@pytest.fixture(scope="module", name="model")
+def risk_pair(triton_cluster):
+    """risk_score v1 and v2 under a unique name on every node; unloaded afterwards (also the
+    `model` of tests/integration/test_nginx_grpc.py)."""
     name = f"risk_route_t{uuid.uuid4().hex[:6]}"
     config = example_config_json("risk_score", name=name, versions=[1, 2])
     files = {**example_files("risk_score", 1), **example_files("risk_score", 2)}

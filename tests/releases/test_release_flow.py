@@ -99,25 +99,25 @@ class Traffic:
         conn.close()
 
 
-@pytest.fixture
-def release_world(triton_cluster, settings, tmp_path, make_user):
+def routed_cluster(triton_cluster, settings, tmp_path, make_user, *, name="canary", grpc=False):
+    """A cluster of the test's Triton nodes behind a real nginx router of its own (a gRPC
+    listener too with `grpc`), its release manager and algorithm engineer; yields the world
+    dict, stops the router after."""
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
     settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
     rita = make_user("rita", role="release-managers")
     ada = make_user("ada", role="algorithm")
     team_create(name="fraud", actor=ada)
-    (port,) = free_ports(1)
-    cluster = cluster_create(
-        actor=rita,
-        name="canary",
-        environment="production",
-        router={
-            "driver": "nginx",
-            "listen": f"127.0.0.1:{port}",
-            "url": f"http://127.0.0.1:{port}",
-            "prefix_dir": str(tmp_path / "router"),
-        },
-    )
+    port, grpc_port = free_ports(2)
+    router = {
+        "driver": "nginx",
+        "listen": f"127.0.0.1:{port}",
+        "url": f"http://127.0.0.1:{port}",
+        "prefix_dir": str(tmp_path / "router"),
+    }
+    if grpc:
+        router["grpc_listen"] = f"127.0.0.1:{grpc_port}"
+    cluster = cluster_create(actor=rita, name=name, environment="production", router=router)
     for node in triton_cluster.nodes:
         node_create(
             cluster=cluster,
@@ -132,6 +132,7 @@ def release_world(triton_cluster, settings, tmp_path, make_user):
         "ada": ada,
         "cluster": cluster,
         "port": port,
+        "grpc_port": grpc_port if grpc else None,
         "nodes": triton_cluster.nodes,
     }
     try:
@@ -139,6 +140,11 @@ def release_world(triton_cluster, settings, tmp_path, make_user):
     finally:
         routing.router_for(cluster).stop()
         routing._DRIVERS.clear()
+
+
+@pytest.fixture
+def release_world(triton_cluster, settings, tmp_path, make_user):
+    yield from routed_cluster(triton_cluster, settings, tmp_path, make_user)
 
 
 def _model_with_baseline(

@@ -19,9 +19,8 @@ from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from deployments.executor import deployment_run
-from deployments.services import cluster_create, deployment_create, node_create
-from integrations.triton.local import free_ports
-from models_registry.services import model_create, team_create
+from deployments.services import deployment_create
+from models_registry.services import model_create
 from releases import routing
 from releases.models import Release, ReleaseEvent
 from releases.services import release_action
@@ -30,6 +29,7 @@ from telemetry.collector import Collector, ScrapeSource
 from telemetry.selectors import scrape_targets
 from telemetry.services import rollups_write
 from tests.registry.archives import register_risk_score_as
+from tests.releases.test_release_flow import routed_cluster
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
 
@@ -40,59 +40,25 @@ BODY = json.dumps({"inputs": [{**FEATURE_INPUT, "data": FEATURES.ravel().tolist(
 
 @pytest.fixture
 def world(triton_cluster, settings, tmp_path, make_user):
-    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
-    settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
-    rita = make_user("rita", role="release-managers")
-    ada = make_user("ada", role="algorithm")
-    team_create(name="fraud", actor=ada)
-    http_port, grpc_port = free_ports(2)
-    cluster = cluster_create(
-        actor=rita,
-        name="unrouted",
-        environment="production",
-        router={
-            "driver": "nginx",
-            "listen": f"127.0.0.1:{http_port}",
-            "grpc_listen": f"127.0.0.1:{grpc_port}",
-            "url": f"http://127.0.0.1:{http_port}",
-            "prefix_dir": str(tmp_path / "router"),
-        },
-    )
-    for node in triton_cluster.nodes:
-        node_create(
-            cluster=cluster,
-            actor=rita,
-            name=node.name,
-            http_url=node.http_url,
-            grpc_url=node.grpc_url,
-            metrics_url=node.metrics_url,
-        )
-    name = f"rel_unrouted_{uuid.uuid4().hex[:6]}"
-    model = model_create(name=name, team="fraud", actor=ada, sla={"p99_latency_ms": 500})
-    baseline = register_risk_score_as(model, ada, 1)
-    candidate = register_risk_score_as(model, ada, 2)
-    deployment = deployment_create(cluster=cluster, version=baseline, actor=rita)
-    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
-    routing.router_for(cluster).apply(routing.router_state(cluster, []))
-    api = APIClient()
-    api.force_authenticate(rita)
-    world = {
-        "rita": rita,
-        "cluster": cluster,
-        "model": name,
-        "candidate": candidate,
-        "http_port": http_port,
-        "grpc_port": grpc_port,
-        "nodes": triton_cluster.nodes,
-        "api": api,
-    }
-    try:
-        yield world
-    finally:
-        routing.router_for(cluster).stop()
-        routing._DRIVERS.clear()
-        unload = deployment_create(cluster=cluster, version=None, model=model, actor=rita)
-        deployment_run(deployment_id=unload.pk)
+    for world in routed_cluster(
+        triton_cluster, settings, tmp_path, make_user, name="unrouted", grpc=True
+    ):
+        rita, ada, cluster = world["rita"], world["ada"], world["cluster"]
+        name = f"rel_unrouted_{uuid.uuid4().hex[:6]}"
+        model = model_create(name=name, team="fraud", actor=ada, sla={"p99_latency_ms": 500})
+        baseline = register_risk_score_as(model, ada, 1)
+        candidate = register_risk_score_as(model, ada, 2)
+        deployment = deployment_create(cluster=cluster, version=baseline, actor=rita)
+        assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+        routing.router_for(cluster).apply(routing.router_state(cluster, []))
+        api = world["api"] = APIClient()
+        api.force_authenticate(rita)
+        world.update(model=name, candidate=candidate, http_port=world["port"])
+        try:
+            yield world
+        finally:
+            unload = deployment_create(cluster=cluster, version=None, model=model, actor=rita)
+            deployment_run(deployment_id=unload.pk)
 
 
 def http_infer(base_url: str, model: str, n: int) -> list[str]:
