@@ -435,6 +435,19 @@ def _long_lane_free(world, bench) -> None:
         time.sleep(0.2)
 
 
+def routed_and_zero_at(release) -> tuple[float, float]:
+    """When the router first sent the candidate 5 %, and when it next set it back to 0 %
+    (epoch seconds, from the release's effect events)."""
+    effects = list(release.events.filter(kind="effect").order_by("created_at"))
+    routed_at = next(e.created_at.timestamp() for e in effects if "5% to" in e.message)
+    zero_at = next(
+        e.created_at.timestamp()
+        for e in effects
+        if "0% to" in e.message and e.created_at.timestamp() > routed_at
+    )
+    return routed_at, zero_at
+
+
 def _bad(world, port, sla, release_create, Release, setup, run: int) -> tuple[float, float]:
     _, _, candidate = setup(world, f"bench_bad{run}", 3, sla)
     busy = _long_lane_busy(world, run) if LONG_BUSY else None
@@ -452,13 +465,7 @@ def _bad(world, port, sla, release_create, Release, setup, run: int) -> tuple[fl
             progress_deadline_s=90,
         )
         release = _run(release, {"ROLLED_BACK", "FAILED", "SUCCEEDED"}, Release)
-        effects = list(release.events.filter(kind="effect").order_by("created_at"))
-        fault_at = next(e.created_at.timestamp() for e in effects if "5% to" in e.message)
-        zero_at = next(
-            e.created_at.timestamp()
-            for e in effects
-            if "0% to" in e.message and e.created_at.timestamp() > fault_at
-        )
+        fault_at, zero_at = routed_and_zero_at(release)
     detect = zero_at - fault_at
     if busy is not None:
         _long_lane_free(world, busy)  # still running: the long lane was busy the whole run

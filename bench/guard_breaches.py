@@ -1,0 +1,187 @@
+"""Error gates sized by the SLA, and no false rollbacks: real nginx in front of 2 real
+Triton nodes, steady client traffic, the release ticked every second.
+
+Prints, measured in this one run:
+1. for candidates failing 2x, 5x and 20x what a 99 % success SLA allows (1 % of requests),
+   at 5 % of the traffic (the flaky example, risk_score v5, with its failure rate set), each
+   run: seconds and candidate requests from the first routed request to weight 0, beside the
+   statistical floor: the candidate requests a one-sided 95 % test needs to tell that breach
+   from the allowance (the smallest n at which the breach's expected errors, floor(n x rate),
+   are surely more than the allowance gives: binomial P(X >= k | n, 1 %) <= 5 %). Goals:
+   detection within 1.5 x floor + one tick's candidate requests, and failed requests /
+   (rate x 5 % x detection time) at most 1;
+2. A/A releases (the candidate's files identical to the baseline's, 5 % -> 50 % -> 100 %):
+   BENCH_AA_RUNS (20) at steady traffic, the last BENCH_AA_LOW (4) of them at a low rate
+   where intervals are too thin to judge, which end by the configured rule (pause after
+   max_inconclusive_checks); goal 0 rolled back (false rollbacks), none still running.
+Usage: .venv/bin/python bench/guard_breaches.py
+"""
+
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
+from bench.common import use_bench_queue  # noqa: E402
+
+use_bench_queue()
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
+
+from bench.release_flow import (  # noqa: E402
+    TICK_S,
+    TimedTraffic,
+    _run,
+    release_bench_world,
+    routed_and_zero_at,
+)
+
+ALLOWED = 0.01  # 1 - 99 % success
+SLA = {"p99_latency_ms": 1000, "min_success_rate": 99.0}
+WEIGHT = 0.05
+BREACHES = (2, 5, 20)
+AA_RUNS = int(os.environ.get("BENCH_AA_RUNS", 20))
+AA_LOW = int(os.environ.get("BENCH_AA_LOW", 4))
+LOW_RATE = 8.0  # req/s: 0.4 req/s to a 5 % candidate, far below min_requests per interval
+
+
+def statistical_floor(allowed: float, rate: float, alpha: float = 0.05) -> int:
+    """The fewest requests after which a candidate failing at `rate` has, on average, shown
+    enough errors (floor(n x rate)) for a one-sided exact binomial test at `alpha` to tell it
+    from `allowed`: no gate that sees only these requests can be surer sooner."""
+    from scipy import stats
+
+    n = 1
+    while True:
+        k = math.floor(n * rate)
+        if k >= 1 and stats.binom.sf(k - 1, n, allowed) <= alpha:
+            return n
+        n += 1
+
+
+def _breach(world, port, times: int, release_create, Release, setup) -> dict:
+    name = f"bench_breach{times}x"
+    _, _, candidate = setup(world, name, 5, SLA, failure_rate=times * ALLOWED)
+    cand = str(candidate.version)
+    traffic = TimedTraffic(port, name)
+    with traffic:
+        time.sleep(3)
+        release = release_create(
+            cluster=world["cluster"],
+            candidate=candidate,
+            actor=world["rita"],
+            steps=[5, 50, 100],
+            step_interval_s=600,  # only the guard can act
+            drain_s=1,
+            progress_deadline_s=900,
+        )
+        release = _run(release, {"ROLLED_BACK", "FAILED", "SUCCEEDED"}, Release, timeout=600)
+        routed_at, zero_at = routed_and_zero_at(release)
+    mine = [
+        (t, ok)
+        for t, _, ok, why in traffic.samples
+        if routed_at <= t <= zero_at and why != "retry" and (why == cand or not ok)
+    ]
+    first = mine[0][0] if mine else routed_at
+    detect = zero_at - first
+    requests = len(mine)
+    failed = sum(1 for _, ok in mine if not ok)
+    rate = sum(1 for t, *_ in traffic.samples if routed_at - 3 <= t < routed_at) / 3
+    floor = statistical_floor(ALLOWED, times * ALLOWED)
+    tick_requests = rate * WEIGHT * TICK_S
+    goal = 1.5 * floor + tick_requests
+    expected = rate * WEIGHT * detect
+    why = next(
+        (e.message for e in release.events.filter(kind="phase") if "ROLLING_BACK" in e.message),
+        release.reason,
+    )
+    print(
+        f"{times}x the allowance ({times * ALLOWED:.0%} errors) at 5%: {release.phase}; "
+        f"{detect:.2f} s and {requests} candidate requests from the first routed one to "
+        f"weight 0; floor {floor} requests, goal <= 1.5 x {floor} + {tick_requests:.0f} "
+        f"(one tick) = {goal:.0f}: {'met' if requests <= goal else 'MISSED'}; failed {failed} "
+        f"/ (rate {rate:.0f}/s x 5% x {detect:.2f} s = {expected:.1f}) = "
+        f"{failed / expected if expected else 0:.2f} (goal <= 1); by: {why}"
+    )
+    return {"met": requests <= goal, "ratio": failed / expected if expected else 0.0}
+
+
+def _aa(world, port, release_create, Release) -> tuple[int, int, list[str]]:
+    from deployments.executor import deployment_run
+    from deployments.services import deployment_create
+    from models_registry.services import model_create
+    from releases import routing
+    from tests.registry.archives import register_risk_score_as
+
+    model = model_create(name="bench_aa", team="fraud", actor=world["ada"], sla=SLA)
+    baseline = register_risk_score_as(model, world["ada"], 2)
+    deployment = deployment_create(cluster=world["cluster"], version=baseline, actor=world["rita"])
+    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    rolled_back, unended, outcomes = 0, 0, []
+    for run in range(1, AA_RUNS + 1):
+        low = run > AA_RUNS - AA_LOW
+        candidate = register_risk_score_as(model, world["ada"], 2)  # the same files again
+        traffic = TimedTraffic(port, "bench_aa", rate=LOW_RATE if low else None)
+        with traffic:
+            time.sleep(2)
+            release = release_create(
+                cluster=world["cluster"],
+                candidate=candidate,
+                actor=world["rita"],
+                steps=[5, 50, 100],
+                step_interval_s=10 if low else 5,
+                analysis={"max_inconclusive_checks": 3} if low else {},
+                drain_s=1,
+                progress_deadline_s=300,
+            )
+            ends = {"SUCCEEDED", "ROLLED_BACK", "FAILED", "PAUSED"}
+            release = _run(release, ends, Release, timeout=400)
+        rolled_back += release.phase == "ROLLED_BACK"
+        if release.phase == "PAUSED":  # ended by the configured rule: a human decides
+            release_rollback_by_hand(release, world)
+        elif release.phase != "SUCCEEDED" and release.phase != "ROLLED_BACK":
+            unended += 1
+        outcomes.append(f"{run}{' (low)' if low else ''}: {release.phase} ({release.reason})")
+        print(f"A/A run {outcomes[-1]}; client requests ok {traffic.ok} failed {traffic.failed}")
+    return rolled_back, unended, outcomes
+
+
+def release_rollback_by_hand(release, world) -> None:
+    """A paused low-traffic A/A ends as a human would end it here: rolled back by hand (not
+    counted as a false rollback: the gates never failed it)."""
+    from releases.models import Release
+    from releases.services import release_action
+
+    release_action(release=release, action="rollback", actor=world["rita"], reason="bench")
+    _run(Release.objects.get(pk=release.pk), {"ROLLED_BACK", "FAILED"}, Release, timeout=120)
+
+
+def main() -> None:
+    with release_bench_world() as (world, port):
+        from releases.models import Release
+        from releases.services import release_create
+        from tests.releases.test_release_flow import _model_with_baseline
+
+        results = [
+            _breach(world, port, t, release_create, Release, _model_with_baseline) for t in BREACHES
+        ]
+        met = sum(r["met"] for r in results)
+        print(
+            f"breaches detected within 1.5 x floor + one tick: {met} of {len(results)} "
+            f"(goal all); worst failed / expected {max(r['ratio'] for r in results):.2f} "
+            "(goal <= 1)"
+        )
+        rolled_back, unended, _ = _aa(world, port, release_create, Release)
+        print(
+            f"A/A releases: {AA_RUNS} ({AA_LOW} at {LOW_RATE:g} req/s), false rollbacks "
+            f"{rolled_back} (goal 0), left running {unended} (goal 0)"
+        )
+
+
+if __name__ == "__main__":
+    print(f"tick every {TICK_S:g} s; SLA 99% success; breaches {BREACHES}; A/A runs {AA_RUNS}")
+    main()
