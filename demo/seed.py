@@ -89,6 +89,7 @@ def _demo_cluster(*, base_port: int, actor) -> TritonCluster:
         "driver": "nginx",
         "listen": f"127.0.0.1:{base_port + 80}",
         "url": f"http://127.0.0.1:{base_port + 80}",
+        "grpc_listen": f"127.0.0.1:{base_port + 81}",  # gRPC passed through, not split
     }
     cluster = TritonCluster.objects.filter(name="local").first()
     if cluster is None:

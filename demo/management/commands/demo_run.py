@@ -169,7 +169,8 @@ class Command(BaseCommand):
                 f"Port {port} on 127.0.0.1 is in use: stop what holds it, "
                 f"or run `make demo PORT={port + 10}`."
             )
-        busy = [p for p in (*range(base, base + 3 * NODES), base + 80) if not port_is_free(p)]
+        ports = (*range(base, base + 3 * NODES), base + 80, base + 81)  # nodes, router
+        busy = [p for p in ports if not port_is_free(p)]
         if busy:
             raise CommandError(
                 f"Port {busy[0]} (local Triton nodes and router) is in use: stop what holds it, "
