@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -64,6 +65,20 @@ def _matrix(status: dict) -> list[dict]:
     return sorted(rows.values(), key=lambda r: (r["model"], r["version"]))
 
 
+# The unrouted share reads the router log's tail: a page opened by many people at once
+# shares one reading for this long (a release start always measures afresh).
+UNROUTED_PAGE_CACHE_S = 30
+
+
+def _unrouted_for_page(cluster, models: list[str]) -> list:
+    key = f"console:unrouted:{cluster.pk}:{','.join(sorted(models))}"
+    found = cache.get(key)
+    if found is None:
+        found = sorted(unrouted_recent(cluster=cluster, models=models).items())
+        cache.set(key, found, timeout=UNROUTED_PAGE_CACHE_S)
+    return found
+
+
 @login_required
 def cluster_detail(request, name):
     cluster = _cluster_or_404(name)
@@ -76,9 +91,7 @@ def cluster_detail(request, name):
         "drift": selectors.drift_recent(cluster=cluster),
         "router": router_view(cluster=cluster),
         # Per model: the traffic a release on this cluster would not protect.
-        "unrouted": sorted(
-            unrouted_recent(cluster=cluster, models=list(status["desired"])).items()
-        ),
+        "unrouted": _unrouted_for_page(cluster, list(status["desired"])),
         "unrouted_window_min": round(settings.SWITCHYARD_UNROUTED_WINDOW_S / 60),
         "unrouted_limit": AnalysisSettings().max_unrouted_share,
         "unrouted_limit_percent": percent(AnalysisSettings().max_unrouted_share),

@@ -362,7 +362,7 @@ SWITCHYARD_ROUTER_DOWN_GRACE_S = env.float("SWITCHYARD_ROUTER_DOWN_GRACE_S", def
 # last complete minutes of telemetry rollups against the router's access log, read from its
 # end at most this many bytes back.
 SWITCHYARD_UNROUTED_WINDOW_S = env.float("SWITCHYARD_UNROUTED_WINDOW_S", default=600.0)
-SWITCHYARD_UNROUTED_LOG_BYTES = env.int("SWITCHYARD_UNROUTED_LOG_BYTES", default=64 * 1024 * 1024)
+SWITCHYARD_UNROUTED_LOG_BYTES = env.int("SWITCHYARD_UNROUTED_LOG_BYTES", default=16 * 1024 * 1024)
 # Smoke tests of new versions run on this cluster (default: any staging cluster).
 SWITCHYARD_SMOKE_CLUSTER = env.str("SWITCHYARD_SMOKE_CLUSTER", default="")
 
