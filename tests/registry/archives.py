@@ -78,7 +78,7 @@ def register_risk_score_as(model, user, variant: int, **faults: float):
     entries = example_entries("risk_score", variant)
     config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
     if faults:
-        written = json.dumps({"healthy_requests": 10, **faults}).encode()
+        written = json.dumps({"healthy_requests": 2, **faults}).encode()
         entries = [(n, written if n.endswith("/faults.json") else b) for n, b in entries]
     archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
     return model_version_register(model=model, archive=archive, actor=user)

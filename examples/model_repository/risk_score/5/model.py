@@ -1,6 +1,7 @@
 """risk_score v5 (FAULTY BY SETTING, on purpose): v2's scores with faults from faults.json.
 
-After its first `healthy_requests` (so its smoke checks pass on load):
+After its first `healthy_requests` (2: the load's two warm-up inferences, Triton's own and
+Switchyard's, pass):
 * each request fails, independently of its input, with the probability `failure_rate`
   (0.02 here: twice what a 99 % success SLA allows), as an error response for that request
   alone (HTTP 500 to the client, the rest of the batch answered), the way a flaky
