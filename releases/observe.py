@@ -170,6 +170,7 @@ def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[s
             queue_ms=d["queue_us"] / d["success"] / 1000.0 if d["success"] else None,
             router_requests=router.requests[version] if seen else None,
             router_errors=router.errors[version] if seen else None,
+            p99_from="router" if seen else "triton",
         )
     # No router (blue/green for every client at once): nothing to go around.
     out["unrouted"] = (

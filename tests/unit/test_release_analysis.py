@@ -1,5 +1,7 @@
 """Tests of the pure per-interval analysis, fast guard and statistical judge."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -272,3 +274,19 @@ def test_a_per_statistic_margin_applies_without_a_decisive_judge() -> None:
         slower, base, SLA(), min_requests=10, latency_tolerance=1.3, latency_margin_ms=margins
     )
     assert v.result == "fail" and "p99 3 > 2 + 0.8 ms" in v.reason and "avg" not in v.reason
+
+
+def test_p99s_from_different_sources_are_not_compared() -> None:
+    # At 100 % the baseline has no routed requests: its p99 is Triton's server-side summary,
+    # the candidate's the router's client-side one. Only the SLA judges that interval's p99.
+    candidate = Metrics(
+        requests=900, avg_ms=1.5, p99_ms=5.0, router_requests=900, p99_from="router"
+    )
+    baseline = Metrics(requests=5, avg_ms=1.4, p99_ms=3.1, p99_from="triton")
+    v = analyze(
+        candidate, baseline, SLA(p99_latency_ms=100), min_requests=10, latency_tolerance=1.3
+    )
+    assert v.result == "pass" and "p99_vs_baseline" not in {c.name for c in v.checks}
+    routed = replace(baseline, router_requests=5, p99_from="router")
+    v = analyze(candidate, routed, SLA(p99_latency_ms=100), min_requests=10, latency_tolerance=1.3)
+    assert v.result == "fail" and "p99 5 > 1.3×3.1" in v.reason
