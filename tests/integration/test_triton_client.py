@@ -136,10 +136,14 @@ def test_disk_model_shows_in_the_index_until_unloaded(client, node):
     shutil.copytree(EXAMPLES / "risk_score", folder, ignore=shutil.ignore_patterns("__pycache__"))
     config = (folder / "config.pbtxt").read_text()
     (folder / "config.pbtxt").write_text(config.replace('"risk_score"', '"risk_disk_cl1"'))
-    client.load("risk_disk_cl1")  # no policy: latest 1 -> version 4
-    assert IndexEntry("risk_disk_cl1", "4", "READY") in client.repository_index()
-    unload_and_wait(client, "risk_disk_cl1")
-    assert IndexEntry("risk_disk_cl1", "4", "UNAVAILABLE", "unloaded") in client.repository_index()
+    latest = str(max(int(p.name) for p in folder.iterdir() if p.name.isdigit()))
+    client.load("risk_disk_cl1")  # no policy: latest 1 -> the highest version folder
+    try:
+        assert IndexEntry("risk_disk_cl1", latest, "READY") in client.repository_index()
+    finally:
+        unload_and_wait(client, "risk_disk_cl1")
+    unloaded = IndexEntry("risk_disk_cl1", latest, "UNAVAILABLE", "unloaded")
+    assert unloaded in client.repository_index()
 
 
 def test_same_config_repush_is_ignored_and_a_new_push_id_serves_the_new_bytes(client):
