@@ -114,17 +114,10 @@ def _breach(world, port, times: int, run: int, release_create, Release, setup) -
 
 
 def _aa(world, port, release_create, Release) -> tuple[int, int, list[str]]:
-    from deployments.executor import deployment_run
-    from deployments.services import deployment_create
-    from models_registry.services import model_create
-    from releases import routing
     from tests.registry.archives import register_risk_score_as
+    from tests.releases.test_release_flow import _model_serving
 
-    model = model_create(name="bench_aa", team="fraud", actor=world["ada"], sla=SLA)
-    baseline = register_risk_score_as(model, world["ada"], 2)
-    deployment = deployment_create(cluster=world["cluster"], version=baseline, actor=world["rita"])
-    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
-    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    model, _ = _model_serving(world, "bench_aa", SLA, 2)
     rolled_back, unended, outcomes = 0, 0, []
     for run in range(1, AA_RUNS + 1):
         low = run > AA_RUNS - AA_LOW

@@ -6,14 +6,11 @@ guard_breaches.py runs twenty of them."""
 
 import pytest
 
-from deployments.executor import deployment_run
-from deployments.services import deployment_create
-from models_registry.services import model_create
-from releases import routing
 from releases.services import release_action, release_create
 from tests.registry.archives import register_risk_score_as
 from tests.releases.test_release_flow import (
     Traffic,
+    _model_serving,
     _tick_until,
     _unload,
     release_world,  # noqa: F401 - fixture
@@ -29,11 +26,7 @@ def test_identical_candidates_are_promoted_and_a_thin_one_pauses_by_its_rule(
     release_world,  # noqa: F811
 ):
     world = release_world
-    model = model_create(name="aa", team="fraud", actor=world["ada"], sla=SLA)
-    first = register_risk_score_as(model, world["ada"], 2)
-    deployment = deployment_create(cluster=world["cluster"], version=first, actor=world["rita"])
-    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
-    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    model, _ = _model_serving(world, "aa", SLA, 2)
     outcomes = []
     with Traffic(world["port"], "aa", clients=4) as traffic:
         for _ in range(2):

@@ -147,18 +147,24 @@ def release_world(triton_cluster, settings, tmp_path, make_user):
     yield from routed_cluster(triton_cluster, settings, tmp_path, make_user)
 
 
+def _model_serving(world, name: str, sla: dict, variant: int = 1):
+    """A new model with `variant` registered, deployed on the cluster and pinned through
+    the router (before any release exists): (model, that version)."""
+    model = model_create(name=name, team="fraud", actor=world["ada"], sla=sla)
+    baseline = register_risk_score_as(model, world["ada"], variant)
+    deployment = deployment_create(cluster=world["cluster"], version=baseline, actor=world["rita"])
+    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    return model, baseline
+
+
 def _model_with_baseline(
     world, name: str, candidate_variant: int, sla: dict, baseline_variant: int = 1, **faults
 ):
     """A model serving `baseline_variant` through the router, and a registered candidate
     (`faults` for the faulty-by-setting variant 5: failure_rate, extra_ms)."""
-    model = model_create(name=name, team="fraud", actor=world["ada"], sla=sla)
-    baseline = register_risk_score_as(model, world["ada"], baseline_variant)
+    model, baseline = _model_serving(world, name, sla, baseline_variant)
     candidate = register_risk_score_as(model, world["ada"], candidate_variant, **faults)
-    deployment = deployment_create(cluster=world["cluster"], version=baseline, actor=world["rita"])
-    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
-    # Pin the model's traffic through the router before any release exists.
-    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
     return model, baseline, candidate
 
 

@@ -12,15 +12,12 @@ from http.client import HTTPConnection
 import numpy as np
 import pytest
 
-from deployments.executor import deployment_run
-from deployments.services import deployment_create
-from models_registry.services import model_create
-from releases import routing
 from releases.services import release_create
 from tests.registry.archives import register_risk_score_as
 from tests.releases.test_release_flow import (
     Traffic,
     _loaded,
+    _model_serving,
     _tick_until,
     _unload,
     release_world,  # noqa: F401 - fixture
@@ -53,11 +50,7 @@ def _latencies_ms(port: int, model: str, n: int = 300) -> np.ndarray:
 
 def test_a_candidate_twice_as_slow_as_its_baseline_is_rolled_back(release_world):  # noqa: F811
     world = release_world
-    model = model_create(name="lat_2x", team="fraud", actor=world["ada"], sla=SLA)
-    baseline = register_risk_score_as(model, world["ada"], 2)
-    deployment = deployment_create(cluster=world["cluster"], version=baseline, actor=world["rita"])
-    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
-    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    model, _ = _model_serving(world, "lat_2x", SLA, 2)
     base = _latencies_ms(world["port"], "lat_2x")
     p50, p99 = np.percentile(base, 50), np.percentile(base, 99)
     print(f"baseline through the router: p50 {p50:.2f} ms, p99 {p99:.2f} ms")
