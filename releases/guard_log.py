@@ -2,8 +2,8 @@
 
 Between ticks the samples live in the cache (Redis): a tick that changes nothing else still
 writes nothing to the database. Each tick that saves the release stores them on its row
-(`Release.guard_samples`), the one that trips the guard included. The functions above the
-cache's are pure.
+(`Release.guard_samples`), the one that trips the guard included; the cache's copy goes
+when the release ends. The functions above the cache's are pure.
 
 Each sample is what the guard judged at one tick: the candidate's requests and errors since
 it first took traffic in this release (they only grow), the error rate, its lower confidence
@@ -58,6 +58,11 @@ def guard_record(release, guard: Guard, *, at: float) -> list[dict]:
     if grown is not samples:
         cache.set(_key(release.pk), grown, timeout=24 * 3600)
     return grown
+
+
+def guard_forget(release_id: int) -> None:
+    """Drop the cache's copy once the release has ended: its row holds the samples."""
+    cache.delete(_key(release_id))
 
 
 def guard_samples_of(release) -> list[dict]:

@@ -335,6 +335,8 @@ def _save(
         if rows or obs.action is not None or _seen_change(release, before, fields):
             # Watchers refetch the cockpit on each message: only for what they can see.
             transaction.on_commit(lambda: events.publish(release.pk))
+    if finished:  # written: the row holds the guard's samples from now on
+        guard_log.guard_forget(release.pk)
     for name, value in fields.items():  # the row as just written, without reading it back
         setattr(release, name, value)
     return release

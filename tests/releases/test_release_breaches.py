@@ -7,7 +7,9 @@ candidate's requests so far) can roll them back: no interval is ever judged.
 """
 
 import pytest
+from django.core.cache import cache
 
+from releases import guard_log
 from releases.services import release_create
 from tests.releases.test_release_flow import (
     Traffic,
@@ -49,6 +51,8 @@ def test_a_candidate_failing_n_times_the_allowance_is_rolled_back_by_the_guard(
     assert "fast guard:" in why and "1% allowed (SLA 99% success)" in why, why
     assert not release.events.filter(kind="analysis").exists()  # no interval was judged
     trip = release.guard_samples[-1]
+    assert guard_log.guard_samples_of(release)[-1] == trip  # from its row: the cache's is gone
+    assert cache.get(guard_log._key(release.pk)) is None
     assert trip["tripped"] and trip["errors"] >= 2 and trip["lower_pct"] > 1.0
     # The candidate only ever had its 5 %: the baseline answered nearly everything.
     assert traffic.versions.get("1", 0) > 10 * traffic.versions.get(str(candidate.version), 0)
