@@ -86,10 +86,64 @@ def triton_cluster(tmp_path_factory):
 
     work = tmp_path_factory.mktemp("triton")
     cluster = start_cluster(2, work, metrics_interval_ms=1000)
+    _SESSION_CLUSTERS.append(cluster)
     try:
         yield cluster
     finally:
+        _SESSION_CLUSTERS.remove(cluster)
         cluster.stop()
+
+
+_SESSION_CLUSTERS: list = []
+
+
+def _signal_name(code: int | None) -> str:
+    import signal
+
+    if code is None or code >= 0:
+        return f"exit code {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
+
+
+@pytest.fixture(autouse=True)
+def _session_nodes_outlive_each_test():
+    """The shared nodes must outlive every test. One that died during a test fails that test
+    (its exit status and log tail say why) and is started again, empty, so that one death is
+    reported where it happened instead of as every later test's connection refused."""
+    yield
+    nodes = [node for cluster in _SESSION_CLUSTERS for node in cluster.nodes]
+    dead = [node for node in nodes if not node.is_running()]
+    if not dead:
+        return
+    report = [
+        f"{node.name} ({_signal_name(node.process.returncode if node.process else None)}); "
+        f"log {node.log_path}:\n{node.log_tail(40)}"
+        for node in dead
+    ]
+    report.append(_memory_picture())
+    for cluster in _SESSION_CLUSTERS:
+        for node in cluster.nodes:
+            if node in dead:
+                cluster.restart(node)
+    pytest.fail("a shared Triton node died during this test: " + "\n".join(report))
+
+
+def _memory_picture(top: int = 8) -> str:
+    """Free memory and the largest processes (a SIGKILL with memory short is the OOM killer)."""
+    meminfo = Path("/proc/meminfo").read_text().splitlines()[:3]
+    sizes = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+        except (OSError, ValueError):
+            continue
+        rss = fields.get("VmRSS", "0 kB").split()[0]
+        sizes.append((int(rss), fields.get("Name", "?").strip(), status.parent.name))
+    largest = ", ".join(f"{name}[{pid}] {kb // 1024} MiB" for kb, name, pid in sorted(sizes)[-top:])
+    return f"{'; '.join(meminfo)}; largest: {largest}"
 
 
 # ---------------------------------------------------------------- Celery
