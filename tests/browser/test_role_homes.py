@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from deployments.executor import deployment_run
 from deployments.models import TritonCluster
 from deployments.reconcile import cluster_reconcile
 from deployments.services import deployment_create
@@ -23,6 +22,7 @@ from telemetry.services import rollups_write
 from tests.browser.helpers import login, screenshot
 from tests.browser.test_release_cockpit import Ticker
 from tests.conftest import in_thread
+from tests.deploying import pushed
 from tests.registry.archives import register_risk_score_as
 from tests.releases.test_release_flow import (
     Traffic,
@@ -55,7 +55,7 @@ def _world_with_traffic(world):
     ghost = model_create(name="home_ghost", team="fraud", actor=world["ada"])
     ghost_v1 = register_risk_score_as(ghost, world["ada"], 1)
     run = deployment_create(cluster=world["cluster"], version=ghost_v1, actor=world["rita"])
-    assert deployment_run(deployment_id=run.pk).status == "succeeded"
+    pushed(run)
     TritonCluster.objects.filter(pk=world["cluster"].pk).update(node_hourly_cost=Decimal("3600"))
     cluster_reconcile(cluster=world["cluster"])
     return model, candidate

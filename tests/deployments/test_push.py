@@ -19,6 +19,7 @@ from integrations.triton.local import start_cluster
 from models_registry.models import ModelVersion
 from models_registry.services import model_create, model_version_register, team_create
 from models_registry.storage import blob_path
+from tests.deploying import pushed
 from tests.registry.archives import example_entries, register_risk_score_as, tar_gz
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
@@ -121,7 +122,7 @@ def test_upload_push_serves_the_version_on_every_node_then_replaces_it(world):
     assert refused.status_code == 409
     assert "serving on prod" in refused.json()["errors"][0]["message"]
     unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
-    assert deployment_run(deployment_id=unload.pk).status == "succeeded"
+    pushed(unload)
     for node in world["fleet"].nodes:
         assert _loaded(node, "risk_score") == set()
     # The deploys to this production cluster moved `production` (docs/API.md), and the
@@ -156,7 +157,7 @@ def test_filesystem_push_writes_the_repository_atomically_and_serves(world):
             index = {(e.name, e.version, e.state) for e in client.repository_index()}
         assert ("ticket_router", "1", "READY") in index  # from disk, so in the index
     unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
-    assert deployment_run(deployment_id=unload.pk).status == "succeeded"
+    pushed(unload)
 
 
 _WARM_PROBE_CONFIG = b"""name: "warm_probe"
@@ -226,7 +227,7 @@ def test_every_instance_is_warmed_by_triton_before_the_version_is_ready(world):
     # An instance's first client request was never its first execution.
     assert min(first_per_instance.values()) >= 1, answers
     unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
-    assert deployment_run(deployment_id=unload.pk).status == "succeeded"
+    pushed(unload)
 
 
 def test_node_down_during_a_push_fails_clearly_and_others_keep_the_previous_state(world):
@@ -284,7 +285,7 @@ def test_reconcile_retires_versions_loaded_behind_switchyards_back(world):
     assert [(e.kind, e.model_name) for e in events] == [("unexpected", "risk_drift")]
     assert _loaded(fleet.nodes[0], "risk_drift") == {"2"}
     unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
-    assert deployment_run(deployment_id=unload.pk).status == "succeeded"
+    pushed(unload)
 
 
 def test_corrupted_stored_file_is_refused_before_any_load(world):

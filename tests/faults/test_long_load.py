@@ -13,6 +13,7 @@ from models_registry.services import model_create
 from releases.models import Release, ServingLoad
 from releases.services import release_action, release_create
 from tests.conftest import start_celery_worker, wait_for
+from tests.deploying import pushed
 from tests.faults.conftest import register, slow_entries
 from tests.faults.test_canary_under_busy_lane import Beat
 from tests.registry.archives import register_risk_score_as
@@ -49,12 +50,11 @@ def test_a_slow_load_never_holds_the_releases_lane(release_world, fault_queue, t
     faulty_model, _, faulty = _model_with_baseline(world, "load_faulty", 3, SLA)
     slow_model = model_create(name="load_slow", team="fraud", actor=world["ada"], sla=SLA)
     register_risk_score_as(slow_model, world["ada"], 1)
-    from deployments.executor import deployment_run
     from deployments.services import deployment_create
 
     baseline = slow_model.versions.get(version=1)
     push = deployment_create(cluster=world["cluster"], version=baseline, actor=world["rita"])
-    assert deployment_run(deployment_id=push.pk).status == "succeeded"
+    pushed(push)
     slow = register(slow_model, world["ada"], slow_entries("load_slow", SLOW_S, variant=2))
 
     releases_lane = [lane_queue(fault_queue, RELEASES)]

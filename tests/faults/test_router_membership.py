@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from deployments.executor import deployment_run
 from deployments.models import TritonNode
 from deployments.reconcile import cluster_reconcile
 from deployments.services import deployment_create, node_create
@@ -15,6 +14,7 @@ from integrations.triton.local import start_cluster
 from models_registry.services import model_create
 from releases import routing
 from releases.selectors import router_view
+from tests.deploying import pushed
 from tests.registry.archives import register_risk_score_as
 from tests.releases.test_release_flow import (
     Traffic,
@@ -42,7 +42,7 @@ def routed(release_world, triton_cluster, settings):  # noqa: F811
     model = model_create(name="members_model", team="fraud", actor=world["ada"])
     version = register_risk_score_as(model, world["ada"], 1)
     deployment = deployment_create(cluster=world["cluster"], version=version, actor=world["rita"])
-    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+    pushed(deployment)
     return world | {"fleet": triton_cluster}
 
 

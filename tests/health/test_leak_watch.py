@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
-from deployments.executor import deployment_run
 from deployments.services import cluster_create, deployment_create, node_create
 from health.models import Alert, MemorySample
 from health.watch import cluster_health_pass
 from models_registry.services import model_create, team_create
+from tests.deploying import pushed
 from tests.health.models import LEAKY, register_python
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
@@ -57,10 +57,10 @@ def _cycles(world, cluster, source: str) -> str:
     version = register_python(model, world["ada"], source)
     for _ in range(CYCLES):
         load = deployment_create(cluster=cluster, version=version, actor=world["rita"])
-        assert deployment_run(deployment_id=load.pk).status == "succeeded"
+        pushed(load)
         time.sleep(1.5)  # serve a while; Triton refreshes its memory gauges every second
         unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
-        assert deployment_run(deployment_id=unload.pk).status == "succeeded"
+        pushed(unload)
         time.sleep(1.5)  # the unload finishes asynchronously
     return name
 

@@ -14,6 +14,7 @@ from health.models import Alert
 from health.watch import cluster_health_pass
 from models_registry.services import model_create
 from releases import routing
+from tests.deploying import pushed
 from tests.health.models import FLAGGED, register_python
 from tests.releases.test_release_flow import Traffic, release_world  # noqa: F401
 
@@ -52,7 +53,7 @@ def test_a_version_failing_every_request_while_ready_fires_and_resolves_when_fix
     model = model_create(name=name, team="fraud", actor=world["ada"], sla={"min_success_rate": 99})
     version = register_python(model, world["ada"], FLAGGED.format(flag=str(flag)))
     deployment = deployment_create(cluster=cluster, version=version, actor=world["rita"])
-    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+    pushed(deployment)
     routing.router_for(cluster).apply(routing.router_state(cluster, []))
     try:
         with Traffic(world["port"], name) as traffic:

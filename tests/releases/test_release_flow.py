@@ -19,6 +19,7 @@ from releases import routing
 from releases.models import Release
 from releases.services import release_action, release_create
 from releases.tick import release_tick
+from tests.deploying import pushed
 from tests.registry.archives import register_risk_score_as
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
@@ -153,7 +154,7 @@ def _model_serving(world, name: str, sla: dict, variant: int = 1):
     model = model_create(name=name, team="fraud", actor=world["ada"], sla=sla)
     baseline = register_risk_score_as(model, world["ada"], variant)
     deployment = deployment_create(cluster=world["cluster"], version=baseline, actor=world["rita"])
-    assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+    pushed(deployment)
     routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
     return model, baseline
 

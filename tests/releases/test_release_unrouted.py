@@ -28,6 +28,7 @@ from releases.tick import release_tick
 from telemetry.collector import Collector, ScrapeSource
 from telemetry.selectors import scrape_targets
 from telemetry.services import rollups_write
+from tests.deploying import pushed
 from tests.registry.archives import register_risk_score_as
 from tests.releases.test_release_flow import routed_cluster
 
@@ -49,7 +50,7 @@ def world(triton_cluster, settings, tmp_path, make_user):
         baseline = register_risk_score_as(model, ada, 1)
         candidate = register_risk_score_as(model, ada, 2)
         deployment = deployment_create(cluster=cluster, version=baseline, actor=rita)
-        assert deployment_run(deployment_id=deployment.pk).status == "succeeded"
+        pushed(deployment)
         routing.router_for(cluster).apply(routing.router_state(cluster, []))
         api = world["api"] = APIClient()
         api.force_authenticate(rita)
