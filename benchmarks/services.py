@@ -129,7 +129,9 @@ def benchmark_create(
 def _enqueue(run_id: int) -> None:
     from benchmarks.tasks import run_benchmark  # tasks import services: import at call time
 
-    run_benchmark.delay(run_id)
+    leases.enqueue_or_mark(
+        run_benchmark.delay, BenchmarkRun.objects.all(), run_id, what="benchmark"
+    )
 
 
 def _start(run_id: int) -> BenchmarkRun | None:

@@ -29,6 +29,14 @@ def benchmarks_lost_sweep() -> list[int]:
     return [run.pk for run in finished]
 
 
+def benchmarks_unqueued_sweep() -> list[int]:
+    """Queue again the PENDING benchmarks whose task never reached the broker."""
+    from benchmarks.tasks import run_benchmark  # tasks import this module
+
+    pending = BenchmarkRun.objects.filter(status=BenchmarkRun.Status.PENDING)
+    return leases.requeue_unqueued(pending, run_benchmark.delay, what="benchmark")
+
+
 def _finish_lost(run: BenchmarkRun, now) -> None:
     run.status, run.finished_at = BenchmarkRun.Status.FAILED, now
     run.error = f"{leases.lost_reason(run, now=now)} Finished levels are kept."

@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from benchmarks.services import benchmark_run
-from benchmarks.sweep import benchmarks_lost_sweep
+from benchmarks.sweep import benchmarks_lost_sweep, benchmarks_unqueued_sweep
 
 
 @shared_task(name="benchmarks.run", soft_time_limit=900, time_limit=960)
@@ -15,4 +15,4 @@ def run_benchmark(run_id: int) -> str:
 @shared_task(name="benchmarks.sweep_lost", soft_time_limit=120, time_limit=150, ignore_result=True)
 def sweep_lost() -> int:
     """Finish RUNNING benchmarks whose worker died (their temporary models unloaded); how many."""
-    return len(benchmarks_lost_sweep())
+    return len(benchmarks_lost_sweep()) + len(benchmarks_unqueued_sweep())

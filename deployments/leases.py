@@ -7,6 +7,11 @@ row whose heartbeat is older than one lease has lost its worker, and the sweeps
 (`deployments.sweep.deployments_lost_sweep`, `benchmarks.sweep.benchmarks_lost_sweep`)
 finish it honestly. The heartbeat is a plain UPDATE of one column outside the work's own
 transactions, so it never waits on the work and the work never waits on it.
+
+A row whose task could not be queued at all (the broker, Redis, out of reach when the request
+committed) is kept PENDING with `unqueued_since` set, and the same sweeps queue it again once
+the broker answers (`enqueue_or_mark`, `requeue_unqueued`): the request that made it never
+fails for it, and nothing it asked for is lost.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
+import kombu.exceptions
+import redis
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
@@ -94,3 +101,34 @@ def lost_reason(row, *, now: datetime | None = None) -> str:
         f"The worker running it stopped: no heartbeat{since}, more than the "
         f"{lease_s():g} s lease (SWITCHYARD_WORK_LEASE_S)."
     )
+
+
+# What a task's .delay() raises while the broker (Redis) is out of reach.
+BROKER_ERRORS = (kombu.exceptions.OperationalError, redis.ConnectionError, redis.TimeoutError)
+
+
+def enqueue_or_mark(send: Callable[[int], object], rows: QuerySet, pk: int, *, what: str) -> bool:
+    """`send(pk)` (a task's delay); with the broker out of reach, the row is marked
+    `unqueued_since` for the sweep instead of failing the caller. True when queued."""
+    try:
+        send(pk)
+    except BROKER_ERRORS as exc:
+        log.warning("%s %s not queued, the sweep queues it later: %s", what, pk, exc)
+        rows.filter(pk=pk, unqueued_since__isnull=True).update(unqueued_since=timezone.now())
+        return False
+    return True
+
+
+def requeue_unqueued(rows: QuerySet, send: Callable[[int], object], *, what: str) -> list[int]:
+    """Queue again every row of `rows` (the PENDING ones) that was marked unqueued; a row
+    whose send fails again stays marked for the next sweep. The ids queued."""
+    queued = []
+    for pk in rows.filter(unqueued_since__isnull=False).values_list("pk", flat=True):
+        try:
+            send(pk)
+        except BROKER_ERRORS as exc:
+            log.warning("%s %s still not queued: %s", what, pk, exc)
+            break  # the broker is still out of reach: the next sweep tries again
+        rows.filter(pk=pk).update(unqueued_since=None)
+        queued.append(pk)
+    return queued

@@ -156,6 +156,9 @@ class Deployment(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # The running task's lease (deployments/leases.py): touched while it works.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Set when its task could not be queued (the broker was out of reach); the sweep queues
+    # it again and clears this (deployments/leases.py).
+    unqueued_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

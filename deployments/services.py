@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts.errors import ApplicationError
 from audit.services import audit_record
+from deployments import leases
 from deployments.models import (
     Deployment,
     DeploymentNode,
@@ -279,7 +280,9 @@ def deployment_create(
 def _enqueue(deployment_id: int) -> None:
     from deployments.tasks import run_deployment
 
-    run_deployment.delay(deployment_id)
+    leases.enqueue_or_mark(
+        run_deployment.delay, Deployment.objects.all(), deployment_id, what="deployment"
+    )
 
 
 def deployment_nodes_record(

@@ -33,6 +33,14 @@ def deployments_lost_sweep() -> list[int]:
     return [d.pk for d in finished]
 
 
+def deployments_unqueued_sweep() -> list[int]:
+    """Queue again the PENDING deployments whose task never reached the broker."""
+    from deployments.tasks import run_deployment  # tasks import this module
+
+    pending = Deployment.objects.filter(status=Deployment.Status.PENDING)
+    return leases.requeue_unqueued(pending, run_deployment.delay, what="deployment")
+
+
 def _finish_lost(deployment: Deployment, now) -> None:
     """Failed with the reason; the nodes still in flight marked failed (the model is free)."""
     DeploymentNode.objects.filter(deployment=deployment, status__in=IN_FLIGHT).update(

@@ -8,7 +8,7 @@ from deployments.executor import deployment_run
 from deployments.models import Deployment, TritonCluster
 from deployments.reconcile import cluster_reconcile
 from deployments.smoke import model_version_smoke_validate
-from deployments.sweep import deployments_lost_sweep
+from deployments.sweep import deployments_lost_sweep, deployments_unqueued_sweep
 from models_registry.models import ModelVersion
 
 log = logging.getLogger(__name__)
@@ -49,8 +49,9 @@ def reconcile_all() -> int:
 
 @shared_task(name="deployments.sweep_lost", soft_time_limit=60, time_limit=90, ignore_result=True)
 def sweep_lost() -> int:
-    """Finish RUNNING deployments whose worker died (no heartbeat for a lease); how many."""
-    return len(deployments_lost_sweep())
+    """Finish RUNNING deployments whose worker died (no heartbeat for a lease) and queue again
+    those whose task never reached the broker; how many of either."""
+    return len(deployments_lost_sweep()) + len(deployments_unqueued_sweep())
 
 
 @shared_task(name="deployments.smoke_validate", soft_time_limit=300, time_limit=330)

@@ -1,9 +1,14 @@
 """Release websocket groups, payload builders, and queueing ticks (one module per app)."""
 
+import logging
+
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from accounts.waits import notify_changed
+from deployments.leases import BROKER_ERRORS
+
+log = logging.getLogger(__name__)
 
 
 def group(release_id: int) -> str:
@@ -11,9 +16,14 @@ def group(release_id: int) -> str:
 
 
 def queue_tick(release_id: int) -> None:
+    """Tick the release now; with the broker out of reach, the beat's every-second tick of
+    each active release does it once the broker is back (the request never fails for it)."""
     from releases.tasks import tick
 
-    tick.delay(release_id)
+    try:
+        tick.delay(release_id)
+    except BROKER_ERRORS as exc:
+        log.warning("tick of release %s not queued, the beat queues one: %s", release_id, exc)
 
 
 def release_payload(release) -> dict:

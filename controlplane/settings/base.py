@@ -224,6 +224,11 @@ CHANNEL_LAYERS = {
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
+# No task's return value is stored: the state lives in PostgreSQL. A task that stores its
+# result makes every .delay() subscribe to the result backend first, and with Redis out of
+# reach that blocks ~20 s and then leaves the process unable to queue until restarted
+# (`apply_async(ignore_result=False)` where a caller wants the value).
+CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = env.str("SWITCHYARD_CELERY_QUEUE", default="switchyard")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -17,7 +17,8 @@ CHANNEL_LAYERS = {
         "CONFIG": {"hosts": [channel_layer_host(REDIS_URL)], "prefix": "switchyard-test"},
     }
 }
-CELERY_BROKER_URL = REDIS_URL
+# A broker apart from Redis (a test points one process at a broker that is down).
+CELERY_BROKER_URL = env.str("SWITCHYARD_TEST_BROKER_URL", default=REDIS_URL)
 # One key prefix per test session, inherited by the processes it starts (daphne, workers), so
 # sign-in counters and tickets of earlier runs never leak into this one.
 os.environ.setdefault("SWITCHYARD_TEST_CACHE_PREFIX", f"switchyard-test-{uuid.uuid4().hex[:12]}")

@@ -10,7 +10,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_task_runs_in_a_real_worker_and_writes_to_postgresql(celery_worker):
     result = record_system_event.apply_async(
-        args=["system.selftest", {"probe": "celery"}], queue=celery_worker.queue
+        args=["system.selftest", {"probe": "celery"}],
+        queue=celery_worker.queue,
+        ignore_result=False,  # no task keeps its result unless the caller asks
     )
     event_id = result.get(timeout=30)
     event = AuditEvent.objects.get(pk=event_id)
@@ -29,8 +31,9 @@ def test_tasks_queued_for_rows_deleted_since_finish_quietly(celery_worker):
 
     gone = 2_000_000_000
     ticked = tick.apply_async(args=[gone], queue=celery_worker.queue)  # ignores its result
-    deploy = run_deployment.apply_async(args=[gone], queue=celery_worker.queue)
-    smoke = smoke_validate.apply_async(args=[gone], queue=celery_worker.queue)
+    keep = {"queue": celery_worker.queue, "ignore_result": False}
+    deploy = run_deployment.apply_async(args=[gone], **keep)
+    smoke = smoke_validate.apply_async(args=[gone], **keep)
     assert (deploy.get(timeout=30), smoke.get(timeout=30)) == ("gone", None)
     wait_for(
         lambda: f"Task releases.tick[{ticked.id}] succeeded" in celery_worker.log.read_text(),
