@@ -7,7 +7,8 @@ key with a different request is a 409, and so is a retry while the first is stil
 Server errors (5xx) are not stored: the retry runs again.
 
 While the first request runs, its database session holds an advisory lock on its key's row
-(taken before the row is committed, so no retry ever sees the row unlocked). A request that
+(taken before the row is committed, so no retry ever sees the row unlocked). The work and
+its stored answer are one transaction. A request that
 ended without storing its answer because its session did (PostgreSQL restarted, the web
 process was killed) leaves a row nobody holds: the next retry takes it over and runs.
 """
@@ -140,13 +141,18 @@ def idempotent(method: Callable) -> Callable:
             return claimed
         try:
             try:
-                response = method(self, request, *args, **kwargs)
+                # The work and its stored answer commit together: a request cut off after
+                # its work (PostgreSQL gone, the process killed) leaves neither, and its
+                # retry runs it, instead of finding the work done and the answer missing.
+                with transaction.atomic():
+                    response = method(self, request, *args, **kwargs)
+                    _store(claimed, response)
             except ApplicationError as exc:  # a refusal is an answer: replayed like any other
                 response = error_response(exc)
+                _store(claimed, response)
             except BaseException:
                 claimed.delete()
                 raise
-            _store(claimed, response)
         finally:
             _unlock(claimed.pk)
         return response

@@ -448,6 +448,25 @@ def routed_and_zero_at(release) -> tuple[float, float]:
     return routed_at, zero_at
 
 
+def _breakdown(release, traffic, candidate, fault_at: float, zero_at: float, rate: float) -> None:
+    """Where a detection's seconds went: requests while the guard gathered evidence (and the
+    rate then, against before), the tick that tripped, and the router's apply after it."""
+    trip = next((s for s in reversed(release.guard_samples or []) if s.get("tripped")), None)
+    window = [s for s in traffic.samples if fault_at <= s[0] < zero_at and s[3] != "retry"]
+    mine = str(candidate.version)
+    seen = sum(1 for _, _, ok, version in window if not ok or version == mine)
+    during = len(window) / max(zero_at - fault_at, 1e-9)
+    if trip is None:
+        print(f"  breakdown: no tripped guard sample; {seen} candidate requests routed")
+        return
+    print(
+        f"  breakdown: {seen} candidate requests routed ({during:.0f}/s of all traffic then, "
+        f"{rate:.0f}/s before); the guard tripped on the tick of {trip['at'] - fault_at:.2f} s "
+        f"at {trip['requests']} requests, {trip['errors']} errors; weight 0 "
+        f"{zero_at - trip['at']:.2f} s after that tick began"
+    )
+
+
 def _bad(world, port, sla, release_create, Release, setup, run: int) -> tuple[float, float]:
     _, _, candidate = setup(world, f"bench_bad{run}", 3, sla)
     busy = _long_lane_busy(world, run) if LONG_BUSY else None
@@ -476,6 +495,7 @@ def _bad(world, port, sla, release_create, Release, setup, run: int) -> tuple[fl
         1 for t, _, ok, why in traffic.samples if t >= fault_at and not ok and why != "retry"
     )
     expected = rate * 0.05 * detect
+    _breakdown(release, traffic, candidate, fault_at, zero_at, rate)
     print(
         f"bad candidate at 5% (run {run}): {release.phase}; fault to weight 0 in {detect:.2f} s "
         f"(goal <= 2 x {TICK_S:g} s + 1 s = {2 * TICK_S + 1:g} s); "

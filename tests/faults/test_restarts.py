@@ -201,11 +201,12 @@ def _signed_in(base: str) -> httpx.Client:
     return client
 
 
-def _waiting_on_a_lock(url: str) -> bool:
+def _waiting_on_a_lock(url: str, statement: str = "") -> bool:
+    """True when a statement of the web process (starting with `statement`) waits on a lock."""
     with psycopg.connect(url, autocommit=True) as conn:
         query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
-        query += " AND wait_event_type = 'Lock'"
-        return conn.execute(query, [APP_NAME]).fetchone()[0] > 0
+        query += " AND wait_event_type = 'Lock' AND query LIKE %s"
+        return conn.execute(query, [APP_NAME, f"{statement}%"]).fetchone()[0] > 0
 
 
 def test_a_postgresql_restart_under_the_api_and_the_console(pg_stack):
@@ -273,6 +274,54 @@ def test_a_postgresql_restart_under_the_api_and_the_console(pg_stack):
     assert retried.status_code == 201, retried.text  # not 409 "still running" for a day
     assert "idempotent-replayed" not in retried.headers
     assert [c["name"] for c in api.get(clusters).json()] == ["cut-off"]
+
+    # 5. Cut off after its work, while its answer is being stored: the work and the answer
+    # are one transaction, so neither is left and the retry runs (not 400 "exists").
+    _cut_off_while_storing_the_answer(pg, url, api)
     api.close()
     console.close()
     _no_500_and_no_traceback(log)
+
+
+def _cut_off_while_storing_the_answer(pg, url: str, api: httpx.Client) -> None:
+    """The write's audit row waits on one lock, then (the key row locked meanwhile by a
+    second session) its stored answer waits on another, when PostgreSQL stops at once."""
+    clusters, key = "/api/v1/clusters/", f"store-{uuid.uuid4().hex[:8]}"
+    body = {"name": "cut-at-answer", "environment": "staging"}
+    answers: list[httpx.Response] = []
+    audit, keyed = psycopg.connect(url), psycopg.connect(url)
+    audit.execute("LOCK TABLE audit_auditevent IN ACCESS EXCLUSIVE MODE")
+    writer = threading.Thread(
+        target=lambda: answers.append(
+            api.post(clusters, json=body, headers={"Idempotency-Key": key})
+        )
+    )
+    writer.start()
+    try:
+        wait_for(lambda: _waiting_on_a_lock(url), timeout_s=10, what="the work waiting")
+        found = keyed.execute(
+            "SELECT id FROM accounts_idempotencykey WHERE key = %s FOR UPDATE", [key]
+        ).fetchone()
+        assert found is not None  # claimed (committed) before the work began
+        audit.commit()  # the work goes on, up to storing its answer on the locked key row
+        storing = 'UPDATE "accounts_idempotencykey"'
+        wait_for(lambda: _waiting_on_a_lock(url, storing), timeout_s=10, what="the answer waiting")
+        pg.stop("immediate")
+        stopped = time.monotonic()
+    finally:
+        writer.join(timeout=30)
+        audit.close()
+        keyed.close()
+    _outage_answer(_Answer(answers[0]), "json")
+    time.sleep(max(0.0, stopped + 8 - time.monotonic()))  # past the pool's backoff, as above
+    pg.start()
+    wait_for(lambda: api.get(clusters).status_code == 200, timeout_s=15, what="served again")
+    with psycopg.connect(url, autocommit=True) as conn:
+        stored = conn.execute(
+            "SELECT count(*) FROM deployments_tritoncluster WHERE name = %s", [body["name"]]
+        ).fetchone()[0]
+    assert stored == 0  # the work went with its answer
+    retried = api.post(clusters, json=body, headers={"Idempotency-Key": key})
+    assert retried.status_code == 201, retried.text
+    replayed = api.post(clusters, json=body, headers={"Idempotency-Key": key})
+    assert replayed.status_code == 201 and replayed.headers["idempotent-replayed"] == "true"
