@@ -8,9 +8,9 @@ Server errors (5xx) are not stored: the retry runs again.
 
 While the first request runs, its database session holds an advisory lock on its key's row
 (taken before the row is committed, so no retry ever sees the row unlocked). The work and
-its stored answer are one transaction. A request that
-ended without storing its answer because its session did (PostgreSQL restarted, the web
-process was killed) leaves a row nobody holds: the next retry takes it over and runs.
+its stored answer are one transaction. A request that ended without storing its answer
+because its session did (PostgreSQL restarted, the web process was killed) leaves a row
+nobody holds and none of its work: the next retry takes it over and runs.
 """
 
 import hashlib

@@ -230,15 +230,7 @@ def test_a_postgresql_restart_under_the_api_and_the_console(pg_stack):
     # commit before its own session is ended, a race no client can rely on either way.
     key = f"restart-{uuid.uuid4().hex[:8]}"
     body = {"name": "cut-off", "environment": "staging"}
-    answers: list[httpx.Response] = []
-    holder = psycopg.connect(url)
-    holder.execute("LOCK TABLE audit_auditevent IN ACCESS EXCLUSIVE MODE")
-    writer = threading.Thread(
-        target=lambda: answers.append(
-            api.post(clusters, json=body, headers={"Idempotency-Key": key})
-        )
-    )
-    writer.start()
+    holder, writer, answers = _keyed_write_behind_the_audit_lock(url, api, body, key)
     try:
         wait_for(lambda: _waiting_on_a_lock(url), timeout_s=10, what="the write waiting")
         pg.stop("immediate")
@@ -283,20 +275,28 @@ def test_a_postgresql_restart_under_the_api_and_the_console(pg_stack):
     _no_500_and_no_traceback(log)
 
 
+def _keyed_write_behind_the_audit_lock(url: str, api: httpx.Client, body: dict, key: str):
+    """A session of this test locking the audit table, then a keyed cluster POST in a thread
+    (its audit row will wait on that lock): (the lock's connection, the thread, its answers)."""
+    answers: list[httpx.Response] = []
+    holder = psycopg.connect(url)
+    holder.execute("LOCK TABLE audit_auditevent IN ACCESS EXCLUSIVE MODE")
+    writer = threading.Thread(
+        target=lambda: answers.append(
+            api.post("/api/v1/clusters/", json=body, headers={"Idempotency-Key": key})
+        )
+    )
+    writer.start()
+    return holder, writer, answers
+
+
 def _cut_off_while_storing_the_answer(pg, url: str, api: httpx.Client) -> None:
     """The write's audit row waits on one lock, then (the key row locked meanwhile by a
     second session) its stored answer waits on another, when PostgreSQL stops at once."""
     clusters, key = "/api/v1/clusters/", f"store-{uuid.uuid4().hex[:8]}"
     body = {"name": "cut-at-answer", "environment": "staging"}
-    answers: list[httpx.Response] = []
-    audit, keyed = psycopg.connect(url), psycopg.connect(url)
-    audit.execute("LOCK TABLE audit_auditevent IN ACCESS EXCLUSIVE MODE")
-    writer = threading.Thread(
-        target=lambda: answers.append(
-            api.post(clusters, json=body, headers={"Idempotency-Key": key})
-        )
-    )
-    writer.start()
+    keyed = psycopg.connect(url)
+    audit, writer, answers = _keyed_write_behind_the_audit_lock(url, api, body, key)
     try:
         wait_for(lambda: _waiting_on_a_lock(url), timeout_s=10, what="the work waiting")
         found = keyed.execute(
