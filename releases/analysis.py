@@ -91,22 +91,79 @@ class Verdict:
 @dataclass(frozen=True)
 class LatencyJudge:
     """The statistical judge's say on latency: the one-sided p-value that the candidate's
-    per-request latencies tend to be larger, and whether it decides (`decisive`)."""
+    per-request latencies tend to be larger (Mann-Whitney: the avg check), the bootstrap
+    p-value that its p99 is within tolerance of the baseline's (the p99 check; None: the
+    Mann-Whitney one decides both), and whether it decides (`decisive`)."""
 
     p_value: float | None
     decisive: bool
     alpha: float = 0.01
+    p99_p_value: float | None = None
+    p99_decisive: bool = False
+
+    def _p99_own(self, name: str) -> bool:
+        return name == "p99_ms" and self.p99_p_value is not None
+
+    def decides(self, name: str) -> bool:
+        """Whether it decides the check of statistic `name` ("avg_ms", "p99_ms")."""
+        return self.p99_decisive if self._p99_own(name) else self.decisive
+
+    def p_value_of(self, name: str) -> float | None:
+        """The p-value that decides the check of statistic `name`."""
+        return self.p99_p_value if self._p99_own(name) else self.p_value
 
 
 def latency_judge(
-    p_value: float | None, samples: tuple[int, int], *, mode: str, min_samples: int, alpha: float
+    p_value: float | None,
+    samples: tuple[int, int],
+    *,
+    mode: str,
+    min_samples: int,
+    alpha: float,
+    p99_p_value: float | None = None,
 ) -> LatencyJudge:
     """`mode` "auto": decisive once candidate and baseline each have `min_samples` per-request
-    latencies; "on": whenever there is a p-value; "off": never (ratio and margin only)."""
+    latencies; "on": whenever there is a p-value; "off": never (ratio and margin only). The
+    p99 bootstrap needs fewer (P99_MIN_SAMPLES a side): its spread is its own sample size's."""
     decisive = p_value is not None and (
         mode == "on" or (mode == "auto" and min(samples) >= min_samples)
     )
-    return LatencyJudge(p_value, decisive, alpha)
+    p99_decisive = p99_p_value is not None and (
+        mode == "on" or (mode == "auto" and min(samples) >= P99_MIN_SAMPLES)
+    )
+    return LatencyJudge(p_value, decisive, alpha, p99_p_value, p99_decisive)
+
+
+# A canary's p99 over fewer latencies than this is left to the ratio and the noise margin.
+P99_MIN_SAMPLES = 20
+
+
+def p99_within_p_value(
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    tolerance: float,
+    *,
+    rounds: int = 400,
+    cap: int = 2000,
+    seed: int = 0,
+) -> float | None:
+    """How plausible it is that the candidate's p99 is within `tolerance` times the
+    baseline's: the share of bootstrap rounds (both sides resampled, fixed `seed`, at most
+    `cap` latencies a side) where it is. Small means surely above. Unlike Mann-Whitney, which
+    tells a shift of the whole distribution (a few hundredths of a millisecond among
+    thousands of requests is "significant"), this asks what the p99 check asks: a 5 % canary's
+    p99 rests on its one or two slowest requests, and says so by a wide spread."""
+    rng = np.random.default_rng(seed)
+    sides = []
+    for values in (candidate, baseline):
+        values = np.asarray(values, dtype=float)
+        if len(values) == 0:
+            return None
+        if len(values) > cap:
+            values = rng.choice(values, size=cap, replace=False)
+        draws = rng.choice(values, size=(rounds, len(values)))
+        sides.append(np.percentile(draws, 99, axis=1))
+    return float(np.mean(sides[0] <= tolerance * sides[1]))
 
 
 def analyze(
@@ -137,8 +194,8 @@ def analyze(
         return Verdict("inconclusive", [replace(volume, text=text)], f"inconclusive: {text}")
     base = baseline if baseline is not None and baseline.seen > 0 else None
     checks = [volume, *_success_checks(candidate, base, sla, success_margin_pct)]
-    decisive = judge if judge is not None and judge.decisive else None
     for name in ("avg_ms", "p99_ms"):
+        decisive = judge if judge is not None and judge.decides(name) else None
         margin = 0.0 if decisive else _margin_of(latency_margin_ms, name)
         checks += _latency_checks(name, candidate, base, sla, latency_tolerance, margin, decisive)
     if sla.max_queue_ms is not None and candidate.queue_ms is not None:
@@ -217,11 +274,12 @@ def _latency_checks(
         if base + margin_ms > limit:
             limit, shown = base + margin_ms, f"{_n(base)} + {_n(margin_ms)} ms"
         check = _at_most(f"{label}_vs_baseline", label, observed, limit, shown)
-        if judge is not None and not check.passed and judge.p_value >= judge.alpha:
-            unsure = f"{check.text} but not surely slower (p {judge.p_value:.2g} ≥ {judge.alpha:g})"
+        p = judge.p_value_of(name) if judge is not None else None
+        if p is not None and not check.passed and p >= judge.alpha:
+            unsure = f"{check.text} but not surely slower (p {p:.2g} ≥ {judge.alpha:g})"
             check = replace(check, passed=True, text=unsure)
-        elif judge is not None and not check.passed:
-            check = replace(check, text=f"{check.text} (p {judge.p_value:.2g} < {judge.alpha:g})")
+        elif p is not None and not check.passed:
+            check = replace(check, text=f"{check.text} (p {p:.2g} < {judge.alpha:g})")
         checks.append(check)
     return checks
 

@@ -28,6 +28,7 @@ from releases.analysis import (
     fast_guard,
     latency_judge,
     noise_margins_ms,
+    p99_within_p_value,
     statistical_judge,
 )
 from releases.inputs import ReleaseInputError
@@ -248,12 +249,16 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
     spec, knobs = release.spec(), release.analysis_settings()
     p_values = _p_values(metrics)
     latencies = metrics["latencies"]
+    p_values["p99_p_value"] = p99_within_p_value(
+        latencies["candidate"], latencies["baseline"], spec.latency_tolerance
+    )
     judge = latency_judge(
         p_values["latency_p_value"],
         (len(latencies["candidate"]), len(latencies["baseline"])),
         mode=knobs.latency_judge,
         min_samples=knobs.judge_min_samples,
         alpha=knobs.judge_alpha,
+        p99_p_value=p_values["p99_p_value"],
     )
     # Below the judge's sample minimum, the slack is the baseline's own noise in this
     # interval, never below the router log's millisecond resolution; the setting only
@@ -271,7 +276,11 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
         judge=judge,
     )
     release.last_analysis = events.analysis_payload(release, verdict, metrics, now, started=started)
-    release.last_analysis["judge"] = {**p_values, "decisive": judge.decisive}
+    release.last_analysis["judge"] = {
+        **p_values,
+        "decisive": judge.decisive,
+        "p99_decisive": judge.p99_decisive,
+    }
     release.last_analysis["latency_margin_ms"] = (
         {k: round(v, 3) for k, v in noise.items()} if noise else knobs.latency_margin_ms
     )

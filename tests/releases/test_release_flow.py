@@ -141,6 +141,21 @@ def routed_cluster(triton_cluster, settings, tmp_path, make_user, *, name="canar
     finally:
         routing.router_for(cluster).stop()
         routing._DRIVERS.clear()
+        _unload_left_behind(triton_cluster)
+
+
+def _unload_left_behind(fleet) -> None:
+    """Unload from the shared nodes every model of this test still loaded (a test that
+    failed before its own unload would leave it for the next tests to find)."""
+    from integrations.triton.client import TritonClient
+    from models_registry.models import Model
+
+    mine = set(Model.objects.values_list("name", flat=True))
+    for node in fleet.nodes:
+        with TritonClient(node.http_url, node.grpc_url) as client:
+            for name in mine & set(client.loaded_models()):
+                client.unload(name)
+                client.wait_unloaded(name)
 
 
 @pytest.fixture

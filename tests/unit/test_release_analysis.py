@@ -13,6 +13,7 @@ from releases.analysis import (
     fast_guard,
     latency_judge,
     mann_whitney_greater,
+    p99_within_p_value,
     statistical_judge,
     two_proportion_greater,
     wilson_lower_bound,
@@ -290,3 +291,59 @@ def test_p99s_from_different_sources_are_not_compared() -> None:
     routed = replace(baseline, router_requests=5, p99_from="router")
     v = analyze(candidate, routed, SLA(p99_latency_ms=100), min_requests=10, latency_tolerance=1.3)
     assert v.result == "fail" and "p99 5 > 1.3×3.1" in v.reason
+
+
+def test_the_p99_check_is_judged_by_a_bootstrap_of_the_p99_not_by_a_shift_of_all_requests():
+    rng = np.random.default_rng(7)
+    base_l = _latencies(rng, 1.0, 3000)
+    # A 5 % canary a little slower on every request, its p99 high on two slow requests.
+    cand_l = [x * 1.03 for x in _latencies(rng, 1.0, 150)] + [5.0, 4.6]
+    shift = mann_whitney_greater(cand_l, base_l)
+    p99 = p99_within_p_value(cand_l, base_l, 1.3)
+    assert shift < 0.01 < p99  # the whole distribution surely shifted; its p99 not surely high
+    j = latency_judge(shift, (152, 3000), mode="auto", min_samples=50, alpha=0.01, p99_p_value=p99)
+    base = Metrics(3000, 0, float(np.mean(base_l)), float(np.percentile(base_l, 99)))
+    cand = Metrics(152, 0, float(np.mean(cand_l)), float(np.percentile(cand_l, 99)))
+    v = analyze(
+        cand, base, SLA(p99_latency_ms=500), min_requests=50, latency_tolerance=1.3, judge=j
+    )
+    assert v.result == "pass", v.reason
+    assert "but not surely slower" in v.reason and "p99" in v.reason
+
+
+def test_a_p99_twice_the_baseline_on_every_request_is_surely_above_tolerance():
+    rng = np.random.default_rng(8)
+    base_l, cand_l = _latencies(rng, 1.0, 3000), _latencies(rng, 2.0, 300)
+    assert p99_within_p_value(cand_l, base_l, 1.3) < 0.01
+    assert p99_within_p_value(base_l[:300], base_l, 1.3) > 0.5  # the same distribution
+    assert p99_within_p_value([], base_l, 1.3) is None
+
+
+def test_below_the_judge_minimum_a_few_slow_canary_requests_are_judged_by_the_p99_bootstrap():
+    # The CI false rollback: "p99 5 > 3 + 1 ms" on a 5 % canary's few dozen latencies.
+    rng = np.random.default_rng(9)
+    base_l = _latencies(rng, 1.0, 900)
+    cand_l = _latencies(rng, 1.0, 40) + [5.0]
+    p99 = p99_within_p_value(cand_l, base_l, 1.3)
+    j = latency_judge(0.3, (41, 900), mode="auto", min_samples=50, alpha=0.01, p99_p_value=p99)
+    assert not j.decisive and j.p99_decisive
+    base = Metrics(900, 0, float(np.mean(base_l)), float(np.percentile(base_l, 99)))
+    cand = Metrics(41, 0, float(np.mean(cand_l)), float(np.percentile(cand_l, 99)))
+    sla = SLA(p99_latency_ms=500)
+    v = analyze(
+        cand, base, sla, min_requests=20, latency_tolerance=1.3, latency_margin_ms=1.0, judge=j
+    )
+    assert v.result == "pass", v.reason
+    off = latency_judge(0.3, (41, 900), mode="off", min_samples=50, alpha=0.01, p99_p_value=p99)
+    assert not off.p99_decisive  # "off": ratio and margin only, as before
+    assert failed(
+        analyze(
+            cand,
+            base,
+            sla,
+            min_requests=20,
+            latency_tolerance=1.3,
+            latency_margin_ms=1.0,
+            judge=off,
+        )
+    ) == {"p99_vs_baseline"}
