@@ -8,10 +8,10 @@ from rest_framework.generics import ListAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from accounts import inputs
+from accounts.client_ip import ClientIpScopedThrottle
 from accounts.errors import ErrorsSerializer, errors_response
 from accounts.models import ApiToken
 from accounts.roles import user_roles
@@ -23,7 +23,7 @@ from accounts.services import (
     signin_refused,
     ws_ticket_create,
 )
-from accounts.signin_throttle import signin_retry_after
+from accounts.signin_throttle import signin_ip_retry_after, signin_retry_after
 
 BAD_CREDENTIALS = "Unable to sign in with the given username and password."
 
@@ -51,7 +51,7 @@ class TokenCreateApi(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [ClientIpScopedThrottle]
     throttle_scope = "auth"
 
     class InputSerializer(inputs.InputSerializer):
@@ -82,6 +82,11 @@ class TokenCreateApi(APIView):
         },
     )
     def post(self, request):
+        # Before the body is parsed: an IP past its failures costs no parsing or hashing.
+        retry_after = signin_ip_retry_after(request)
+        if retry_after is not None:
+            signin_refused(request=request, username="", via="api")
+            return too_many_attempts(retry_after)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         username, name = data.validated_data["username"], data.validated_data["name"]
@@ -131,7 +136,7 @@ class TokenRevokeApi(APIView):
 class WsTicketApi(APIView):
     """POST /api/v1/auth/ws-ticket/ -> {"ticket","expires_at"}: one websocket connect, ~60 s."""
 
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [ClientIpScopedThrottle]
     throttle_scope = "ws-ticket"
 
     class OutputSerializer(serializers.Serializer):

@@ -139,7 +139,8 @@ def ws_ticket_redeem(*, ticket: str) -> tuple[object, int | None] | None:
 
 def signin_failed(*, request, username: str, via: str) -> None:
     """Count a failed sign-in for throttling and leave an audit row (no password, no token)."""
-    from accounts.signin_throttle import client_ip, signin_failure_record
+    from accounts.client_ip import client_ip
+    from accounts.signin_throttle import signin_failure_record
 
     signin_failure_record(request, username)
     details = {"username": username[:150], "ip": client_ip(request), "via": via}
@@ -148,7 +149,7 @@ def signin_failed(*, request, username: str, via: str) -> None:
 
 def signin_refused(*, request, username: str, via: str) -> None:
     """Audit a sign-in refused because of too many failures (not counted again)."""
-    from accounts.signin_throttle import client_ip
+    from accounts.client_ip import client_ip
 
     details = {"username": username[:150], "ip": client_ip(request), "via": via}
     audit_record(actor=None, action="auth.sign_in_throttled", details=details)

@@ -2,7 +2,8 @@
 
 Once either count reaches its limit, sign-ins for that username or from that IP are refused
 (429 with Retry-After) until the window ends, whatever the password; successful sign-ins do
-not count. Used by the console login form and the token endpoint.
+not count. Used by the console login form, the token endpoint and the admin login; the
+per-IP count is checked before a request's body is parsed (signin_ip_retry_after).
 """
 
 import hashlib
@@ -11,16 +12,7 @@ import time
 from django.conf import settings
 from django.core.cache import cache
 
-
-def client_ip(request) -> str:
-    """REMOTE_ADDR, or the header a trusted reverse proxy sets (SWITCHYARD_CLIENT_IP_HEADER).
-
-    In a list (X-Forwarded-For) the last address is the one the proxy added; the ones before
-    it come from the client and are not trusted.
-    """
-    header = settings.SWITCHYARD_CLIENT_IP_HEADER
-    value = request.META.get(header, "") if header else ""
-    return value.split(",")[-1].strip() or request.META.get("REMOTE_ADDR", "")
+from accounts.client_ip import client_ip
 
 
 def _window() -> tuple[int, int]:
@@ -44,6 +36,15 @@ def signin_retry_after(request, username: str) -> int | None:
     keys = _keys(username, client_ip(request))
     counts = cache.get_many([key for key, _ in keys])
     if any(counts.get(key, 0) >= limit for key, limit in keys):
+        return _window()[1]
+    return None
+
+
+def signin_ip_retry_after(request) -> int | None:
+    """Seconds until sign-ins from this client IP are allowed again, or None; reads no body,
+    so it runs before a sign-in request is parsed."""
+    key, limit = _keys("", client_ip(request))[1]
+    if (cache.get(key) or 0) >= limit:
         return _window()[1]
     return None
 

@@ -18,7 +18,6 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -31,8 +30,10 @@ django.setup()
 from google.protobuf import json_format, text_format  # noqa: E402
 from tritonclient.grpc import model_config_pb2  # noqa: E402
 
+from bench.common import bench_node_key  # noqa: E402
 from benchmarks.runner import SweepSpec, _load, _unload_quietly, _warm_up, run_level  # noqa: E402
-from deployments.push import LoadPlan, client_for  # noqa: E402
+from deployments.push import LoadPlan  # noqa: E402
+from integrations.triton.client import TritonClient  # noqa: E402
 from integrations.triton.local import start_cluster  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "model_repository" / "risk_score"
@@ -57,7 +58,7 @@ def _served(metrics_url: str, model: str) -> int:
 
 def _measure(node, spec: SweepSpec) -> list[tuple[int, float, float]]:
     rows = []
-    with client_for(node) as client:
+    with TritonClient(node.http_url, node.grpc_url, node_key=node.node_key) as client:
         _load(client, spec)
         try:
             _warm_up(client, spec)
@@ -81,12 +82,9 @@ def _measure(node, spec: SweepSpec) -> list[tuple[int, float, float]]:
 def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
     with tempfile.TemporaryDirectory() as work:
-        cluster = start_cluster(1, Path(work), metrics_interval_ms=1000)
+        cluster = start_cluster(1, Path(work), metrics_interval_ms=1000, node_key=bench_node_key())
         try:
-            local = cluster.nodes[0]
-            node = SimpleNamespace(
-                http_url=local.http_url, grpc_url=local.grpc_url, metrics_url=local.metrics_url
-            )
+            node = cluster.nodes[0]
             name = "risk_score--bench-accuracy"
             spec = SweepSpec(_plan(name), 1, name, LEVELS, seconds)
             rows = _measure(node, spec)

@@ -100,12 +100,21 @@ async def run(port: int, seconds: float) -> None:
         tick_ms.append((time.monotonic() - started) * 1000)
         ticks += 1
         cluster = payloads.get("cluster-bench", [])
-        points += sum(p["type"] == "point" for p in cluster)
-        stale += sum(p["type"] == "node" and p["stale"] for p in cluster)
+        tick_points = sum(p["type"] == "point" for p in cluster)
+        tick_stale = sum(p["type"] == "node" and p["stale"] for p in cluster)
+        points, stale = points + tick_points, stale + tick_stale
+        overran = " MISSED (longer than the 2 s interval)" if tick_ms[-1] > 2000 else ""
+        print(
+            f"tick {ticks}: {tick_ms[-1]:.0f} ms, {tick_points} points, "
+            f"{tick_stale} stale{overran}",
+            flush=True,
+        )
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    overruns = sum(ms > 2000 for ms in tick_ms)
     tick_ms.sort()
     print(
         f"nodes {NODES} x models {MODELS} x 2 versions, interval 2 s, {ticks} ticks in {wall:.1f} s"
+        f", {overruns} longer than the interval (missed)"
     )
     print(f"points per tick {points / ticks:.0f} (stale node answers: {stale})")
     print(f"tick wall time p50 {tick_ms[len(tick_ms) // 2]:.0f} ms, max {tick_ms[-1]:.0f} ms")

@@ -42,3 +42,36 @@ def wait_until(predicate, timeout_s: float, what: str = "", step: float = 0.1):
             return value
         time.sleep(step)
     raise RuntimeError(f"{what or 'the condition'}: not within {timeout_s} s")
+
+
+def bench_node_key():
+    """A new node key for a bench's own Triton nodes: they start with it (model control
+    restricted, as in production) and the bench's clusters hold it. Call after django.setup()."""
+    import secrets
+
+    from django.conf import settings
+
+    from integrations.triton.restricted import NodeKey
+
+    return NodeKey(settings.SWITCHYARD_TRITON_KEY_HEADER, secrets.token_urlsafe(32))
+
+
+DB_SERVER = "postgres://postgres@127.0.0.1:5432"
+
+
+def throwaway_database(name: str, action: str) -> None:
+    """Drop the bench's own database `name` (its connections cut), then create it again
+    when `action` is "create"."""
+    import psycopg
+
+    with psycopg.connect(f"{DB_SERVER}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if action == "create":
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def bench_redis(db: int):
+    """A client of the bench's own Redis database."""
+    import redis
+
+    return redis.Redis.from_url(f"redis://127.0.0.1:6379/{db}")

@@ -132,6 +132,8 @@ def report_bench(args, since: datetime, until: datetime) -> None:
     plain()
     api_s, sql_s = _timed(api, args.calls), _timed(plain, args.calls)
     print(f"report by model over {args.days} days ({rows} rows), {args.calls} calls:")
+    for n, (api_one, sql_one) in enumerate(zip(api_s, sql_s, strict=True), 1):
+        print(f"  call {n}: API {api_one * 1000:.0f} ms, plain SQL {sql_one * 1000:.0f} ms")
     print(
         f"  API p95 {_p95(api_s) * 1000:.0f} ms (goal <= 300), median "
         f"{statistics.median(api_s) * 1000:.0f} ms"

@@ -1,8 +1,11 @@
 """Many console users at once while a gray release runs (issue #18).
 
-A database (`switchyard_bench_dash`) and a Redis database (13) of the bench's own; 2 real
-Triton nodes behind a real nginx router with steady inference traffic (40 req/s); the web
-served as `make demo` serves it (daphne, SWITCHYARD_DATABASE_POOL_SIZE=10); a real Celery
+A database (`switchyard_bench_dash`) and a Redis database (13, or BENCH_REDIS_DB) of the
+bench's own; 2 real Triton nodes behind a real nginx router with steady inference traffic
+(40 req/s); the web
+served with the production settings (controlplane.settings.prod, DEBUG off, static files
+collected) by the web command as `make demo` and the kits run it (controlplane/web_server.py:
+one daphne process per core, SWITCHYARD_DATABASE_POOL_SIZE=10 each); a real Celery
 worker per lane it needs (releases and fleet) and a real beat ticking the release, the collector
 (1 s), the three at nice 10 as in `make demo`. Then N users sign in at once through the
 console's login form (GET /login/ for the CSRF cookie, POST the form), each opens the live
@@ -19,7 +22,11 @@ start of the collector tick that scraped it); for the release it is `last_analys
 (the tick that judged an interval), both wall-clock times of the same machine. Also the CPU
 each process used and the load average, so a miss can be placed.
 
-Usage: .venv/bin/python bench/dashboard_load.py [--users 50] [--seconds 60]
+Every round signs the users in afresh (new sessions) and loads pages for S seconds on the
+same world; each round's figures are printed as it ends, the pool's numbers from /metrics
+after it (checked out back to 0 once the users left).
+
+Usage: .venv/bin/python bench/dashboard_load.py [--users 50] [--seconds 60] [--rounds 1]
 """
 
 import argparse
@@ -35,22 +42,32 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DB_NAME = "switchyard_bench_dash"
-DB_SERVER = "postgres://postgres@127.0.0.1:5432"
-REDIS_DB = 13
+# Its own Redis database (BENCH_REDIS_DB to pick another where 13 is taken on a shared host).
+REDIS_DB = int(os.environ.get("BENCH_REDIS_DB", "13"))
 QUEUE = "switchyard-bench-dash"
 CLUSTER = "bench-dash"
 MODEL = "bench_dash"
 TRAFFIC_RATE = 40.0  # req/s through the router, as `make demo`'s traffic (--rps 40)
-WEB_POOL = "10"  # SWITCHYARD_DATABASE_POOL_SIZE of the web, as `make demo` and the web kind
+WEB_POOL = "10"  # SWITCHYARD_DATABASE_POOL_SIZE of each web process, as `make demo` and the kits
 sys.path.insert(0, str(ROOT))
-from bench.common import wait_until  # noqa: E402
+from bench.common import (  # noqa: E402
+    DB_SERVER,
+    bench_node_key,
+    bench_redis,
+    throwaway_database,
+    wait_until,
+)
 
 
 def _environment(work: Path) -> None:
     """Before django.setup(): this process and every child use the bench's own database,
     Redis database, queues and folders."""
     os.environ.update(
-        DJANGO_SETTINGS_MODULE="controlplane.settings.dev",
+        DJANGO_SETTINGS_MODULE="controlplane.settings.prod",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        DJANGO_SECURE_SSL_REDIRECT="false",  # plain HTTP on loopback, as the compose kit
+        SWITCHYARD_ALLOWED_TARGET_NETWORKS="127.0.0.0/8",  # the bench's nodes and router
         DATABASE_URL=f"{DB_SERVER}/{DB_NAME}",
         REDIS_URL=f"redis://127.0.0.1:6379/{REDIS_DB}",
         SWITCHYARD_CELERY_QUEUE=QUEUE,
@@ -65,18 +82,11 @@ def _environment(work: Path) -> None:
 
 
 def _redis():
-    import redis
-
-    return redis.Redis.from_url(f"redis://127.0.0.1:6379/{REDIS_DB}")
+    return bench_redis(REDIS_DB)
 
 
 def _database(action: str) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{DB_SERVER}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
-        if action == "create":
-            conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+    throwaway_database(DB_NAME, action)
 
 
 # ---------------------------------------------------------------- processes
@@ -109,11 +119,11 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _control_plane(work: Path, port: int) -> dict[str, subprocess.Popen]:
-    """daphne, the releases lane's worker, beat and the collector, as `make demo` runs them."""
+    """The web command, the releases lane's worker, beat and the collector, as `make demo`
+    runs them."""
     py, nice = sys.executable, ["nice", "-n", "10"]
     celery = [*nice, py, "-m", "celery", "-A", "controlplane"]
-    daphne = [py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-    web = [*daphne, "controlplane.asgi:application"]  # a capped pool, as `make demo`'s web
+    web = [py, "-m", "controlplane.web_server", "-b", "127.0.0.1", "-p", str(port)]
     procs = {"web": _start("web", web, work, SWITCHYARD_DATABASE_POOL_SIZE=WEB_POOL)}
     hostname = f"bench-dash-releases-{os.getpid()}@localhost"
     worker = [*celery, "worker", "--loglevel=INFO", "--concurrency=2"]
@@ -200,7 +210,9 @@ async def _user(i: int, user: dict, config: dict, out: dict, barrier, aiohttp) -
 
     base, seconds = config["base"], config["seconds"]
     timeout = aiohttp.ClientTimeout(total=30)
-    jar = aiohttp.CookieJar(unsafe=True)  # cookies for 127.0.0.1
+    # Cookies for 127.0.0.1, the Secure ones too (production settings), as browsers treat
+    # a loopback origin.
+    jar = aiohttp.CookieJar(unsafe=True, treat_as_secure_origin=[base])
     async with aiohttp.ClientSession(base, cookie_jar=jar, timeout=timeout) as session:
         await barrier.wait()
         t0 = time.perf_counter()
@@ -340,7 +352,13 @@ def _world(fleet, work: Path, port: int, users: int, password: str):
     admin = User.objects.create(username="bench-admin", is_superuser=True)
     team_create(name="fraud", actor=admin)
     router = {"driver": "nginx", "listen": f"127.0.0.1:{port}", "prefix_dir": f"{work}/router"}
-    cluster = cluster_create(actor=admin, name=CLUSTER, environment="production", router=router)
+    cluster = cluster_create(
+        actor=admin,
+        name=CLUSTER,
+        environment="production",
+        router=router,
+        api_key=fleet.node_key.value,
+    )
     for node in fleet.nodes:
         node_create(
             cluster=cluster,
@@ -353,7 +371,8 @@ def _world(fleet, work: Path, port: int, users: int, password: str):
     world = {"cluster": cluster, "ada": admin, "rita": admin}
     sla = {"p99_latency_ms": 500, "min_success_rate": 99.0}
     _, _, candidate = _model_with_baseline(world, MODEL, 2, sla)
-    # One hash for every user (the same password): the bench does not pay 50 PBKDF2 runs.
+    # One hash for every user (the same password): setting up pays one Argon2id hash, each
+    # sign-in its own check.
     hashed = make_password(password)
     roles = ["release-managers", "managers"]
     made = User.objects.bulk_create(
@@ -424,9 +443,7 @@ def _report(result: dict, users: int, extra: dict) -> None:
 # ---------------------------------------------------------------- main
 
 
-def main(users: int, seconds: float) -> None:
-    import multiprocessing
-
+def main(users: int, seconds: float, rounds: int) -> None:
     if _redis().dbsize():
         raise SystemExit(f"Redis database {REDIS_DB} is not empty: is another run going on?")
     work = Path(tempfile.mkdtemp(prefix="bench-dash-"))
@@ -442,6 +459,9 @@ def main(users: int, seconds: float) -> None:
         from django.db import connection
 
         call_command("migrate", verbosity=0)
+        # Production serves hashed, compressed files from STATIC_ROOT (staticfiles/, ignored
+        # by git), as the image collects them at build.
+        call_command("collectstatic", interactive=False, verbosity=0)
         from bench.release_flow import TimedTraffic
         from controlplane.celery import app
         from integrations.triton.local import free_ports, start_cluster
@@ -449,7 +469,7 @@ def main(users: int, seconds: float) -> None:
         from releases.models import Release
         from releases.services import release_create
 
-        with start_cluster(2, work) as fleet:
+        with start_cluster(2, work, node_key=bench_node_key()) as fleet:
             router_port, web_port = free_ports(2)
             password = secrets.token_urlsafe(16)
             world, candidate, accounts = _world(fleet, work, router_port, users, password)
@@ -467,15 +487,13 @@ def main(users: int, seconds: float) -> None:
                     candidate=candidate,
                     actor=world["rita"],
                     steps=[10, 25, 50, 100],
-                    step_interval_s=max(5.0, (seconds + 20) / 4),
+                    step_interval_s=max(5.0, (rounds * (seconds + 40)) / 4),
                     analysis={"min_requests": 20},
                     drain_s=1,
                     progress_deadline_s=120,
                 )
                 row = Release.objects.filter(pk=release.pk)
                 wait_until(lambda: row.get().phase != "PENDING", 60, "the first tick", step=0.5)
-                load_before, cpu_before = os.getloadavg(), _cpu(procs, fleet)
-                parent, child = multiprocessing.get_context("spawn").Pipe()
                 config = {
                     "base": base,
                     "seconds": seconds,
@@ -483,29 +501,10 @@ def main(users: int, seconds: float) -> None:
                     "password": password,
                     "release": release.pk,
                 }
-                ctx = multiprocessing.get_context("spawn")
-                client = ctx.Process(target=_users_process, args=(child, config))
-                window = time.monotonic()
-                client.start()
-                if not parent.poll(seconds + 180):
-                    client.kill()
-                    raise SystemExit("the users did not finish")
-                result = parent.recv()
-                client.join(30)
-                took = time.monotonic() - window
-                load_after, cpu_after = os.getloadavg(), _cpu(procs, fleet)
-                release = row.get()
-            lines = [
-                f"release: {release.phase} at step {release.step_index} "
-                f"(weight {release.candidate_weight:g}%) after the window; "
-                f"traffic ok {traffic.ok}, failed {traffic.failed}",
-                f"load average 1 min before {load_before[0]:.2f}, after {load_after[0]:.2f} "
-                f"(2 cores here: {os.cpu_count()})",
-                f"CPU seconds over the {took:.0f} s window: "
-                + ", ".join(f"{k} {cpu_after[k] - cpu_before[k]:.1f}" for k in cpu_after),
-            ]
-            connection.close()
-            _report(result, users, {"lines": lines})
+                for n in range(1, rounds + 1):
+                    print(f"--- round {n} of {rounds}", flush=True)
+                    _round(config, procs, fleet, row, traffic)
+                    connection.close()
             for proc in procs.values():
                 _stop(proc)
             procs = {}
@@ -527,6 +526,66 @@ def main(users: int, seconds: float) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _round(config: dict, procs: dict, fleet, row, traffic) -> None:
+    """One round of the users in a process of their own; prints its report and the pools."""
+    import multiprocessing
+
+    load_before, cpu_before = os.getloadavg(), _cpu(procs, fleet)
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    client = ctx.Process(target=_users_process, args=(child, config))
+    window = time.monotonic()
+    client.start()
+    if not parent.poll(config["seconds"] + 180):
+        client.kill()
+        raise SystemExit("the users did not finish")
+    result = parent.recv()
+    client.join(30)
+    took = time.monotonic() - window
+    load_after, cpu_after = os.getloadavg(), _cpu(procs, fleet)
+    release = row.get()
+    lines = [
+        f"release: {release.phase} at step {release.step_index} "
+        f"(weight {release.candidate_weight:g}%) after the window; "
+        f"traffic ok {traffic.ok}, failed {traffic.failed} (since the start)",
+        f"load average 1 min before {load_before[0]:.2f}, after {load_after[0]:.2f} "
+        f"(cores here: {os.cpu_count()})",
+        f"CPU seconds over the {took:.0f} s window: "
+        + ", ".join(f"{k} {cpu_after[k] - cpu_before[k]:.1f}" for k in cpu_after),
+        *_pool_lines(config["base"]),
+    ]
+    _report(result, len(config["users"]), {"lines": lines})
+
+
+def _pool_lines(base: str) -> list[str]:
+    """Each web process's pool from /metrics, once every connection is back (or after 30 s)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    deadline, pools = time.monotonic() + 30, {}
+    while True:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=30) as answer:  # noqa: S310
+            text = answer.read().decode()
+        pools = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name.startswith("switchyard_db_pool_"):
+                    name = sample.name.removeprefix("switchyard_db_pool_")
+                    pools.setdefault(sample.labels["process"], {})[name] = sample.value
+        out = sum(p.get("checked_out", 0) for p in pools.values())
+        if out == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    return [
+        f"pool of web process {name} after the users left: checked out "
+        f"{p.get('checked_out', 0):.0f} of {p.get('max_connections', 0):.0f}, open "
+        f"{p.get('connections', 0):.0f}, waits {p.get('waits_total', 0):.0f} "
+        f"({p.get('wait_seconds_total', 0):.1f} s), timeouts {p.get('timeouts_total', 0):.0f}"
+        for name, p in sorted(pools.items())
+    ]
+
+
 def _cpu(procs: dict, fleet) -> dict[str, float]:
     out = {name: _cpu_seconds([p.pid]) for name, p in procs.items()}
     out["triton"] = _cpu_seconds([n.process.pid for n in fleet.nodes])
@@ -537,5 +596,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    main(args.users, args.seconds)
+    main(args.users, args.seconds, args.rounds)

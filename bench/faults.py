@@ -15,9 +15,12 @@ requests and the rows lost, every round printed.
    the releases lane (the tick goal is within a second), beside the same with one shared
    queue and worker that the benchmark holds (the issue's "before").
 5. a Triton node SIGKILLed while a release holds 20% (on_node_loss: hold), restarted after
-   3 s: seconds from the kill to the release saying it holds, from the restart to it going
-   on (reconcile reloads the node, the router takes it back), failed client requests, and
-   the release's end (goal SUCCEEDED, 0 failed requests once the node is back).
+   3 s, the release ticked as production does (`releases.tick_active` queued every second as
+   beat does, a worker on the releases lane and one on the fleet lane running the loads;
+   reconcile and the router sync in this process): seconds from the kill to the release
+   saying it holds, from the restart to it going on (reconcile reloads the node, the router
+   takes it back), failed client requests, and the release's end (goal SUCCEEDED, 0 failed
+   requests once the node is back).
 6. Redis SIGKILLed under a running web process (a real daphne on a Redis and a PostgreSQL of
    the bench's own, tests/faults/own_services.py; the shared 6379 and 5432 are never
    touched) and started again, empty, after 3 s, with a client asking for a websocket ticket
@@ -46,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
-from bench.common import drop_queued_tasks, use_bench_queue, wait_until  # noqa: E402
+from bench.common import bench_node_key, drop_queued_tasks, use_bench_queue, wait_until  # noqa: E402
 
 use_bench_queue()
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
@@ -108,7 +111,7 @@ def push_kill(world, work: Path, round_no: int) -> dict:
     Deployment.objects.filter(pk=again.pk).update(status=Deployment.Status.FAILED)
     lost = Deployment.objects.filter(pk=deployment.pk).exclude(status="failed").count()
     node = world["node"]
-    with TritonClient(node.http_url, node.grpc_url) as client:
+    with TritonClient(node.http_url, node.grpc_url, node_key=node.node_key) as client:
         client.wait_ready(name, ["1"], timeout_s=60)
         client.unload(name)
     return {"recover_s": recovered, "next_accepted": True, "rows_lost": lost}
@@ -151,13 +154,34 @@ def node_kill(world, fleet, port: int) -> dict:
     }
 
 
-def node_loss_at_20(world, fleet, port: int, round_no: int) -> dict:
+def node_loss_at_20(world, fleet, port: int, round_no: int, work: Path) -> dict:
+    from controlplane.queues import FLEET, LONG, RELEASES, lane_queue
+    from releases.tasks import tick_active
+
+    base = os.environ["SWITCHYARD_CELERY_QUEUE"]
+    env = {
+        "SWITCHYARD_ROUTER_DOWN_GRACE_S": "3.0",
+        "SWITCHYARD_DEPLOY_DRAIN_S": "0.2",
+        "SWITCHYARD_REPOSITORY_ROOTS": str(work),
+        "SWITCHYARD_ROUTER_ROOTS": str(work),
+    }
+    ticks = _worker(work / "loss-releases.log", [lane_queue(base, RELEASES)], env)
+    loads = _worker(work / "loss-fleet.log", [lane_queue(base, FLEET), lane_queue(base, LONG)], env)
+    try:
+        return _node_loss_at_20(world, fleet, port, round_no, tick_active)
+    finally:
+        _stop(ticks)
+        _stop(loads)
+
+
+def _node_loss_at_20(world, fleet, port: int, round_no: int, tick_active) -> dict:
+    from django.conf import settings
+
     from deployments.reconcile import cluster_reconcile
     from models_registry.services import model_create
     from releases import routing
     from releases.models import Release
     from releases.services import release_create
-    from releases.tick import release_tick
     from tests.registry.archives import register_risk_score_as
     from tests.releases.test_release_flow import Traffic
 
@@ -177,10 +201,12 @@ def node_loss_at_20(world, fleet, port: int, round_no: int) -> dict:
         progress_deadline_s=120,
     )
 
-    def beat(done) -> Release:  # what beat queues, in this process, until `done`
-        deadline = time.monotonic() + 120
+    def beat(done) -> Release:  # what beat runs, until `done`: ticks on the workers' lanes
+        deadline, queued = time.monotonic() + 120, 0.0
         while time.monotonic() < deadline:
-            release_tick(release_id=release.pk, inline_loads=True)
+            if time.monotonic() - queued >= 1.0:  # beat's releases-tick entry: every second
+                tick_active.apply_async(expires=settings.SWITCHYARD_TICK_EXPIRES_S)
+                queued = time.monotonic()
             cluster_reconcile(cluster=cluster)
             routing.router_sync(cluster)
             row = Release.objects.get(pk=release.pk)
@@ -290,28 +316,25 @@ def _forget_scrape_errors(cluster: str) -> None:
 def busy_long_lane(world, work: Path) -> dict:
     from benchmarks.models import BenchmarkRun
     from benchmarks.services import benchmark_cancel, benchmark_create
-    from controlplane.queues import LONG, lane_queue
+    from controlplane.queues import LONG, all_queues, lane_queue
     from releases.tasks import tick
 
     base = os.environ["SWITCHYARD_CELERY_QUEUE"]
     out = {}
     for label, lanes in (("lanes", True), ("one queue", False)):
-        queues = [lane_queue(base, LONG)] if lanes else [base]
+        # The "before": one worker on every queue, that the benchmark holds.
+        queues = [lane_queue(base, LONG)] if lanes else all_queues(base)
         long_worker = _worker(work / "long.log", queues)
         urgent = _worker(work / "urgent.log", [base + ".releases"]) if lanes else None
         try:
             target = None if lanes else base  # the "before": everything on one queue
-            run = benchmark_create(
+            run = benchmark_create(  # queued on the long lane, as the API does
                 version=world["bench_version"],
                 cluster=world["staging"],
                 concurrency=[1],
                 duration_s=20,
                 actor=world["user"],
-                enqueue=False,
             )
-            from benchmarks.tasks import run_benchmark
-
-            run_benchmark.apply_async(args=[run.pk], queue=target)
             row = BenchmarkRun.objects.filter(pk=run.pk)
             wait_until(lambda row=row: row.get().status == "running", 30)
             started = time.monotonic()
@@ -534,9 +557,14 @@ def _world(fleet, work: str, port: int):
 
     user = get_user_model().objects.create(username="bench", is_superuser=True)
     team_create(name="bench", actor=user)
-    staging = cluster_create(actor=user, name="bench-staging", environment="staging", router={})
+    key = {"api_key": fleet.node_key.value}
+    staging = cluster_create(
+        actor=user, name="bench-staging", environment="staging", router={}, **key
+    )
     router = {"driver": "nginx", "listen": f"127.0.0.1:{port}", "prefix_dir": f"{work}/router"}
-    prod = cluster_create(actor=user, name="bench-prod", environment="production", router=router)
+    prod = cluster_create(
+        actor=user, name="bench-prod", environment="production", router=router, **key
+    )
     a, b, c = fleet.nodes
     for cluster, nodes in ((staging, [a]), (prod, [b, c])):
         for node in nodes:
@@ -632,7 +660,7 @@ def main(rounds: int) -> None:
     )
     print(f"lease {LEASE_S:g} s, router grace 3 s, sweeps and syncs every second")
     try:
-        with start_cluster(3, Path(work)) as fleet:
+        with start_cluster(3, Path(work), node_key=bench_node_key()) as fleet:
             settings.SWITCHYARD_STORAGE_ROOT = Path(work) / "artifacts"
             settings.SWITCHYARD_REPOSITORY_ROOTS = settings.SWITCHYARD_ROUTER_ROOTS = [work]
             (port,) = free_ports(1)
@@ -650,7 +678,7 @@ def main(rounds: int) -> None:
                             "node": node_kill(world, fleet, port),
                             "db": database_refused(world, Path(work), i),
                             "lane": busy_long_lane(world, Path(work)),
-                            "loss": node_loss_at_20(world, fleet, port, i),
+                            "loss": node_loss_at_20(world, fleet, port, i, Path(work)),
                             "redis": redis_restart(own),
                             "pg": postgres_restart(own, i),
                         }

@@ -25,7 +25,7 @@ INTERVAL_S = float(os.environ.get("BENCH_INTERVAL_S", 10.0))
 DETECT_RUNS = int(os.environ.get("BENCH_DETECT_RUNS", 3))
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
-from bench.common import drop_queued_tasks, use_bench_queue  # noqa: E402
+from bench.common import bench_node_key, drop_queued_tasks, use_bench_queue  # noqa: E402
 
 use_bench_queue()
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
@@ -58,7 +58,13 @@ def _world(fleet, work: str, port: int):
     user = get_user_model().objects.create(username="bench", is_superuser=True)
     team_create(name="bench", actor=user)
     router = {"driver": "nginx", "listen": f"127.0.0.1:{port}", "prefix_dir": f"{work}/router"}
-    cluster = cluster_create(actor=user, name="bench", environment="production", router=router)
+    cluster = cluster_create(
+        actor=user,
+        name="bench",
+        environment="production",
+        router=router,
+        api_key=fleet.node_key.value,
+    )
     node = fleet.nodes[0]
     node_create(
         cluster=cluster,
@@ -165,7 +171,7 @@ def main(rounds: int) -> None:
 
     work = tempfile.mkdtemp()
     try:
-        with start_cluster(1, Path(work)) as fleet:
+        with start_cluster(1, Path(work), node_key=bench_node_key()) as fleet:
             settings.SWITCHYARD_STORAGE_ROOT = Path(work) / "artifacts"
             settings.SWITCHYARD_REPOSITORY_ROOTS = settings.SWITCHYARD_ROUTER_ROOTS = [work]
             (port,) = free_ports(1)

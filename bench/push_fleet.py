@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
-from bench.common import drop_queued_tasks, use_bench_queue  # noqa: E402
+from bench.common import bench_node_key, drop_queued_tasks, use_bench_queue  # noqa: E402
 
 use_bench_queue()
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
@@ -88,6 +88,7 @@ def _direct(node, plan, warm: bool) -> float:
             plan.model,
             config=plan.config_json,
             files={f"file:{k}": v for k, v in plan.files.items()},
+            headers=node.node_key.grpc_headers(),
             client_timeout=120,
         )
         if warm:
@@ -131,7 +132,7 @@ def _unload(nodes, names: list[str]) -> None:
         client = grpcclient.InferenceServerClient(node.grpc_url)
         try:
             for name in names:
-                client.unload_model(name)
+                client.unload_model(name, headers=node.node_key.grpc_headers())
         finally:
             client.close()
     time.sleep(SETTLE_S)
@@ -156,6 +157,8 @@ def _round(i: int, fleet, cluster, user) -> dict[str, float]:
             times[kind] = _parallel(fleet.nodes, _bare(plan, f"{kind}_{i}"), warm=kind == "floor")
     _unload(fleet.nodes, [name, f"parallel_{i}", f"floor_{i}"])
     _unload(fleet.nodes[:1], [f"single_{i}"])
+    shown = ", ".join(f"{kind} {times[kind] * 1000:.0f} ms" for kind in KINDS)
+    print(f"round {i + 1}: {shown}; push / direct parallel {times['push'] / times['parallel']:.2f}")
     return times
 
 
@@ -193,13 +196,18 @@ def main(rounds: int) -> None:
     from models_registry.services import team_create
 
     try:
-        with tempfile.TemporaryDirectory() as work, start_cluster(4, Path(work)) as fleet:
+        with (
+            tempfile.TemporaryDirectory() as work,
+            start_cluster(4, Path(work), node_key=bench_node_key()) as fleet,
+        ):
             from django.conf import settings
 
             settings.SWITCHYARD_STORAGE_ROOT = Path(work) / "artifacts"
             user = get_user_model().objects.create(username="bench", is_superuser=True)
             team_create(name="bench", actor=user)
-            cluster = cluster_create(actor=user, name="bench", environment="staging")
+            cluster = cluster_create(
+                actor=user, name="bench", environment="staging", api_key=fleet.node_key.value
+            )
             for node in fleet.nodes:
                 node_create(
                     cluster=cluster,

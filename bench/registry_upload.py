@@ -134,6 +134,12 @@ def main() -> None:
                     # page-cache writes that grow the footprint can stall (measured on the
                     # dev VM: 0.04 s vs up to 0.45 s for 200 MB), which is noise, not work.
                     shutil.rmtree(store)
+                    print(
+                        f"{size} MB round {attempt + 1}: extract {extracts[-1]['seconds']:.2f} s, "
+                        f"register {registers[-1]['seconds']:.2f} s, register peak RSS growth "
+                        f"{registers[-1]['peak_growth_mb']:.1f} MB",
+                        flush=True,
+                    )
                 extract = {"seconds": statistics.median(x["seconds"] for x in extracts)}
                 register = {
                     "seconds": statistics.median(x["seconds"] for x in registers),

@@ -6,16 +6,15 @@ Prints, measured in this one run:
    before any response byte, retried once), and client p99 during the release / p99 in the
    20 s before it (goal at most 1.2);
 2. the faulty example version at 5%, three times (each run and the median): seconds from
-   its first routed request to weight 0 (goal: at most two scrape intervals + 1 s; the tick
-   observes every 0.5 s here) and failed requests / (request rate x 5% x detection time)
-   (goal at most 1).
+   its first routed request to weight 0 (goal: at most two tick intervals + 1 s) and failed
+   requests / (request rate x 5% x detection time) (goal at most 1).
 The clients run in a process of their own: 4 keep-alive connections in a closed loop (about
 300 req/s on 2 cores), or each on a fixed schedule with BENCH_RATE=<req/s>.
-Ticks: in this process every TICK_S (the loads they start run inline), or with
-BENCH_TICKS=worker as production runs them: a real Celery beat queueing `releases.tick_active`
-every second, a worker on the releases lane (2 slots, nice 10, as `make demo` starts it) and
-one on the fleet lane (the serving-set loads, reconcile, router sync); BENCH_LONG_BUSY=1 adds
-a long-lane worker whose one slot a benchmark holds during every faulty run.
+Ticks as production runs them: a real Celery beat queueing `releases.tick_active` every
+second, a worker on the releases lane (2 slots, nice 10, as `make demo` starts it) and one on
+the fleet lane (the serving-set loads, reconcile, router sync); the bench watches the row.
+BENCH_LONG_BUSY=1 adds a long-lane worker whose one slot a benchmark holds during every
+faulty run.
 Usage: .venv/bin/python bench/release_flow.py [upload|filesystem]
 """
 
@@ -36,15 +35,13 @@ CLIENTS = 4  # keep-alive connections
 GOOD_RATE = float(os.environ.get("BENCH_RATE", 0)) or None  # req/s; None: closed loop
 BEFORE_S = 20  # steady traffic measured before the release starts
 AFTER_S = float(os.environ.get("BENCH_AFTER_S", 5))  # ... and after it ended (candidate alone)
-TICK_S = float(os.environ.get("BENCH_TICK_S", 1.0))  # celery beat ticks active releases every 1 s
+TICK_S = 1.0  # celery beat queues the ticks of active releases every 1 s (settings)
 # The control plane yields the CPU to the data plane it shares cores with: `make demo` runs
-# the worker at nice 10 (demo/management/commands/demo_run.py), and so does the bench's
-# ticker; 0 to compare.
+# the worker at nice 10 (demo/management/commands/demo_run.py), and so do the bench's beat
+# and workers; 0 to compare.
 TICK_NICE = int(os.environ.get("BENCH_TICK_NICE", 10))
-TICKS_BY = os.environ.get("BENCH_TICKS", "inprocess")  # or "worker": real beat and workers
-# With BENCH_TICKS=worker: a worker on the long lane (1 slot) kept busy by a benchmark on a
-# staging cluster of the first node for every faulty run (the issue's "every long-work slot
-# busy").
+# A worker on the long lane (1 slot) kept busy by a benchmark on a staging cluster of the
+# first node for every faulty run (the issue's "every long-work slot busy").
 LONG_BUSY = os.environ.get("BENCH_LONG_BUSY") == "1"
 # A p99 over ~6000 requests moves with scheduling hiccups: on the 2-core VM the p99 of 5 s
 # windows of steady traffic varies by up to 1.3x with nothing else happening. Median of runs.
@@ -52,7 +49,7 @@ GOOD_RUNS = int(os.environ.get("BENCH_GOOD_RUNS", 5))
 BAD_RUNS = 3  # detection time depends on which requests the split sends: median of runs
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
-from bench.common import drop_queued_tasks, use_bench_queue  # noqa: E402
+from bench.common import bench_node_key, drop_queued_tasks, use_bench_queue  # noqa: E402
 
 use_bench_queue()
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
@@ -136,31 +133,6 @@ class TimedTraffic:
         return float(np.percentile(values, 99)) * 1000 if values else float("nan")
 
 
-TICKS: list[tuple[float, float]] = []  # (start, end) of each tick, for BENCH_TRACE
-
-
-def _ticks(release_id: int, phases: set[str], done: threading.Event, last: list) -> None:
-    """Tick like celery beat until the release reaches one of `phases` (the bench reads the
-    phase from what the tick returns: polling the row would add queries of its own)."""
-    from django.db import connection
-
-    from releases.tick import release_tick
-
-    os.nice(TICK_NICE)  # this thread (and the node probes it starts) only, as in `make demo`
-    try:
-        while not done.is_set():
-            start = time.time()
-            release = release_tick(release_id=release_id, inline_loads=True)
-            TICKS.append((start, time.time()))
-            if release is not None:
-                last[:] = [release]
-                if release.phase in phases:
-                    done.set()
-            done.wait(TICK_S)
-    finally:
-        connection.close()
-
-
 def _celery_processes(work: str, database_url: str) -> list[subprocess.Popen]:
     """Beat and a worker per lane the release needs, on this run's database and queue; each
     logs to <work>/<name>.log. Returns once both workers answer a ping."""
@@ -229,8 +201,8 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 @contextmanager
 def release_bench_world(mode: str = "upload"):
     """A test database, 2 real Triton nodes and a cluster with a real nginx router in a
-    temporary folder (push `mode`: upload or filesystem), and the Celery processes with
-    BENCH_TICKS=worker; yields (world, router port); removes all of it after."""
+    temporary folder (push `mode`: upload or filesystem), and the Celery processes (beat and
+    a worker per lane); yields (world, router port); removes all of it after."""
     import django
 
     django.setup()
@@ -247,7 +219,7 @@ def release_bench_world(mode: str = "upload"):
         shared = Path(work) / "shared-repo"
         shared.mkdir()
         extra = [f"--model-repository={shared}"] if mode == "filesystem" else []
-        with start_cluster(2, Path(work), extra_args=extra) as fleet:
+        with start_cluster(2, Path(work), extra_args=extra, node_key=bench_node_key()) as fleet:
             settings.SWITCHYARD_STORAGE_ROOT = Path(work) / "artifacts"
             settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
             # The bench's repository and router folder live in its temporary folder.
@@ -264,6 +236,7 @@ def release_bench_world(mode: str = "upload"):
                 environment="production",
                 push_mode=mode,
                 repository_path=str(shared) if mode == "filesystem" else "",
+                api_key=fleet.node_key.value,
                 router={
                     "driver": "nginx",
                     "listen": f"127.0.0.1:{port}",
@@ -279,9 +252,14 @@ def release_bench_world(mode: str = "upload"):
                     grpc_url=node.grpc_url,
                     metrics_url=node.metrics_url,
                 )
-            world = {"cluster": cluster, "ada": user, "rita": user}
+            world = {
+                "cluster": cluster,
+                "ada": user,
+                "rita": user,
+                "node_key": fleet.node_key.value,
+            }
             url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + f"/{test_db}"
-            procs = _celery_processes(work, url) if TICKS_BY == "worker" else []
+            procs = _celery_processes(work, url)
             try:
                 yield world, port
             finally:
@@ -323,25 +301,15 @@ def main() -> None:
 
 
 def _run(release, phases, Release, timeout=120.0):
-    if TICKS_BY == "worker":  # beat and the workers tick it: watch the row
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            release = Release.objects.get(pk=release.pk)
-            if release.phase in phases:
-                return release
-            time.sleep(0.2)
-        raise SystemExit(f"release stuck in {release.phase}: {release.reason}")
-    done, last = threading.Event(), [release]
-    TICKS.clear()
-    ticker = threading.Thread(target=_ticks, args=(release.pk, phases, done, last), daemon=True)
-    ticker.start()
-    try:
-        if not done.wait(timeout):
-            raise SystemExit(f"release stuck in {last[0].phase}")
-    finally:
-        done.set()
-        ticker.join(10)
-    return Release.objects.get(pk=release.pk)
+    """The release once beat and the workers ticked it into one of `phases` (the row is
+    watched every 0.2 s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        release = Release.objects.get(pk=release.pk)
+        if release.phase in phases:
+            return release
+        time.sleep(0.2)
+    raise SystemExit(f"release stuck in {release.phase}: {release.reason}")
 
 
 def _good(world, port, sla, release_create, Release, setup, run: int) -> tuple[int, float]:
@@ -386,7 +354,7 @@ def _trace(name, traffic, release):
         (e.created_at.timestamp(), e.kind, e.message) for e in release.events.order_by("created_at")
     ]
     with open(f"{path}.{name}.json", "w") as out:
-        json.dump({"samples": traffic.samples, "events": events, "ticks": TICKS}, out)
+        json.dump({"samples": traffic.samples, "events": events}, out)
 
 
 def _long_lane_busy(world, run: int):
@@ -399,7 +367,11 @@ def _long_lane_busy(world, run: int):
 
     if "staging" not in world:
         staging = cluster_create(
-            actor=world["rita"], name="bench-staging", environment="staging", router={}
+            actor=world["rita"],
+            name="bench-staging",
+            environment="staging",
+            router={},
+            api_key=world["node_key"],  # the same nodes as the production cluster's
         )
         node = world["cluster"].nodes.order_by("pk").first()
         urls = {"http_url": node.http_url, "grpc_url": node.grpc_url}
@@ -508,5 +480,5 @@ def _bad(world, port, sla, release_create, Release, setup, run: int) -> tuple[fl
 
 if __name__ == "__main__":
     MODE = sys.argv[1] if len(sys.argv) > 1 else "upload"
-    print(f"push mode: {MODE}; ticks: {TICKS_BY}; long lane busy: {LONG_BUSY}")
+    print(f"push mode: {MODE}; ticks: beat and lane workers; long lane busy: {LONG_BUSY}")
     main()

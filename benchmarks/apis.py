@@ -28,10 +28,20 @@ def _verdict_outcome(run, outcome: str) -> str:
     return "failed" if outcome == "succeeded" and verdict.get("passed") is False else outcome
 
 
+def _benchmark_reason(run) -> str:
+    verdict = run.verdict if isinstance(run.verdict, dict) else {}
+    if run.error:
+        return run.error
+    if verdict.get("passed") is False:
+        return "; ".join(str(r) for r in verdict.get("reasons") or []) or "the verdict failed"
+    return "the verdict passed" if verdict.get("passed") else str(run.status)
+
+
 BENCHMARK = Lifecycle(
     states=tuple(BenchmarkRun.Status.values),
     outcomes={"succeeded": "succeeded", "failed": "failed", "cancelled": "cancelled"},
     state_of=lambda run: run.status,
+    reason_of=_benchmark_reason,
     refine=_verdict_outcome,
 )
 _DEPRECATED = "Deprecated (API 2.0.0): read `state`."
@@ -45,6 +55,7 @@ class BenchmarkSerializer(serializers.Serializer):
     state = BENCHMARK.state_field()
     finished = BENCHMARK.finished_field()
     outcome = BENCHMARK.outcome_field()
+    outcome_reason = BENCHMARK.outcome_reason_field()
     status = serializers.ChoiceField(choices=BENCHMARK.states, help_text=_DEPRECATED)
     cluster = serializers.CharField(source="cluster.name", default=None, allow_null=True)
     node = serializers.CharField(source="node_name")
@@ -73,6 +84,7 @@ class BenchmarkAcceptedSerializer(serializers.Serializer):
     state = BENCHMARK.state_field()
     finished = BENCHMARK.finished_field()
     outcome = BENCHMARK.outcome_field()
+    outcome_reason = BENCHMARK.outcome_reason_field()
     status = serializers.ChoiceField(choices=BENCHMARK.states, help_text=_DEPRECATED)
 
 

@@ -62,7 +62,11 @@ class BenchmarkRun(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["version", "status"])]
+        indexes = [
+            models.Index(fields=["version", "status"]),
+            # Lists are newest first, a page at a time: the index walks them (no sort).
+            models.Index(fields=["-created_at", "-id"], name="benchmark_newest_first"),
+        ]
 
     def __str__(self) -> str:
         return f"benchmark {self.pk} of {self.version}"

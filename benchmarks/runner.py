@@ -22,6 +22,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import np_to_triton_dtype
 
 from benchmarks.analysis import level_summary, stats_delta
+from deployments import own_traffic
 from deployments.push import LoadPlan, client_for
 from deployments.validation import tensor_limits
 from integrations.triton.client import TritonClient
@@ -112,9 +113,10 @@ def _stats(client: TritonClient, spec: SweepSpec) -> dict | None:
 
 
 def run_level(
-    client: TritonClient, spec: SweepSpec, index: int, on_tick: TickFn
+    client: TritonClient, spec: SweepSpec, index: int, on_tick: TickFn, *, node=None
 ) -> tuple[dict, bool]:
-    """One level: N threads for duration_s; (summary with server delta, cancelled?)."""
+    """One level: N threads for duration_s; (summary with server delta, cancelled?). With
+    the node, its requests are counted as the control plane's own (deployments/own_traffic)."""
     concurrency = spec.concurrency[index]
     inputs = generate_inputs(
         spec.plan.config_dict,
@@ -129,16 +131,21 @@ def run_level(
         _Worker(client.node, spec, inputs, started + spec.duration_s, stop)
         for _ in range(concurrency)
     ]
+    own = _OwnCount(node, spec, workers) if node is not None else None
     for worker in workers:
         worker.start()
     for worker in workers:
         while worker.is_alive():
             worker.join(TICK_S)
+            if own is not None:
+                own.flush()
             done = min(1.0, (time.perf_counter() - started) / spec.duration_s)
             if on_tick(index, (index + done) / len(spec.concurrency)):
                 stop.set()
     # The window ends when the last response arrived, not when this loop noticed it.
     elapsed = max(worker.finished_at for worker in workers) - started
+    if own is not None:
+        own.flush()
     after = _stats(client, spec)
     summary = level_summary(
         concurrency=concurrency,
@@ -153,6 +160,31 @@ def run_level(
     return summary, stop.is_set()
 
 
+class _OwnCount:
+    """Counts a level's answered requests as the control plane's own every TICK_S, so the
+    collector takes them off Triton's counters (deployments/own_traffic.py) at most a
+    moment after Triton shows them; one Redis call a tick, none per request."""
+
+    def __init__(self, node, spec: SweepSpec, workers: list[_Worker]) -> None:
+        self.where = {"cluster": node.cluster.name, "node": node.name, "model": spec.temp_name}
+        self.version, self.workers = spec.version, workers
+        self.counted = (0, 0)
+
+    def flush(self) -> None:
+        ok = sum(len(w.latencies_ms) for w in self.workers)
+        failed = sum(w.errors for w in self.workers)
+        for n, is_ok in ((ok - self.counted[0], True), (failed - self.counted[1], False)):
+            if n > 0:
+                own_traffic.own_request_count(
+                    **self.where,
+                    version=self.version,
+                    origin=own_traffic.BENCHMARK,
+                    is_ok=is_ok,
+                    n=n,
+                )
+        self.counted = (ok, failed)
+
+
 def _load(client: TritonClient, spec: SweepSpec) -> None:
     config = json.loads(spec.plan.config_json)
     config["name"] = spec.temp_name
@@ -160,7 +192,7 @@ def _load(client: TritonClient, spec: SweepSpec) -> None:
     client.wait_ready(spec.temp_name, [spec.version], timeout_s=client.load_timeout_s)
 
 
-def _warm_up(client: TritonClient, spec: SweepSpec) -> None:
+def _warm_up(client: TritonClient, spec: SweepSpec, node=None) -> None:
     inputs = generate_inputs(
         spec.plan.config_dict,
         batch_size=spec.batch_size,
@@ -168,7 +200,11 @@ def _warm_up(client: TritonClient, spec: SweepSpec) -> None:
         limits=tensor_limits(),
     )
     for _ in range(WARMUP_REQUESTS):
-        client.infer(spec.temp_name, inputs, version=spec.version)
+        if node is None:
+            client.infer(spec.temp_name, inputs, version=spec.version)
+            continue
+        with own_traffic.counted(node, spec.temp_name, spec.version, own_traffic.BENCHMARK):
+            client.infer(spec.temp_name, inputs, version=spec.version)
 
 
 def sweep(node, spec: SweepSpec, *, on_tick: TickFn, on_level: LevelFn) -> None:
@@ -176,11 +212,11 @@ def sweep(node, spec: SweepSpec, *, on_tick: TickFn, on_level: LevelFn) -> None:
     with client_for(node) as client:
         try:
             _load(client, spec)
-            _warm_up(client, spec)
+            _warm_up(client, spec, node)
             for index in range(len(spec.concurrency)):
                 if on_tick(index, index / len(spec.concurrency)):
                     raise Cancelled()
-                summary, cancelled = run_level(client, spec, index, on_tick)
+                summary, cancelled = run_level(client, spec, index, on_tick, node=node)
                 if cancelled:
                     raise Cancelled()
                 on_level(summary)

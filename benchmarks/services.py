@@ -7,7 +7,6 @@ transaction, the sweep runs, each level and the outcome are written in short one
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
 
 from django.conf import settings
@@ -18,8 +17,8 @@ from accounts.errors import ApplicationError
 from audit.services import audit_record
 from benchmarks import importers, runner, selectors
 from benchmarks.models import BenchmarkRun
-from benchmarks.verdict import judge
-from deployments import leases, push
+from benchmarks.verdict import failed_run, judge
+from deployments import leases, push, temporary
 from deployments.models import TritonCluster, TritonNode
 from deployments.validation import tensor_limits
 from integrations.triton.errors import TritonError
@@ -87,7 +86,6 @@ def benchmark_create(
     actor,
     batch_size: int = 1,
     dims_override: dict | None = None,
-    enqueue: bool = True,
 ) -> BenchmarkRun:
     """A pending benchmark of `version` on a staging node, queued after commit; audited."""
     _owner_check(actor, version, f"Benchmarking '{version.model.name}'")
@@ -121,8 +119,7 @@ def benchmark_create(
             obj=run,
             details={"cluster": cluster.name, "concurrency": list(concurrency)},
         )
-        if enqueue:
-            transaction.on_commit(lambda: _enqueue(run.pk))
+        transaction.on_commit(lambda: _enqueue(run.pk))
     return run
 
 
@@ -168,6 +165,8 @@ def _finish(run: BenchmarkRun, status: str, *, error: str = "") -> BenchmarkRun:
     run.status, run.error, run.finished_at = status, error, timezone.now()
     if status == Status.SUCCEEDED:
         run.verdict, run.progress_pct = verdict_for(run.version, run.results), 100.0
+    elif status == Status.FAILED:
+        run.verdict = failed_run(error)  # the reason is in the verdict too, not only `error`
     run.save(update_fields=["status", "error", "finished_at", "verdict", "progress_pct"])
     return run
 
@@ -183,8 +182,8 @@ def verdict_for(version: ModelVersion, levels: list[dict]) -> dict:
 
 
 def temp_name_prefix(run: BenchmarkRun) -> str:
-    """What the temporary model of benchmark `run` is named with (a random suffix follows)."""
-    return f"{run.version.model.name}--bench-{run.pk}-"
+    """What the temporary models of benchmark `run` are named with (deployments.temporary)."""
+    return temporary.bench_prefix(run.version.model.name, run.pk)
 
 
 def _spec(run: BenchmarkRun) -> runner.SweepSpec:
@@ -192,7 +191,7 @@ def _spec(run: BenchmarkRun) -> runner.SweepSpec:
     return runner.SweepSpec(
         plan=push.build_plan([version], upload=True),
         version=version.version,
-        temp_name=f"{temp_name_prefix(run)}{uuid.uuid4().hex[:6]}",
+        temp_name=temporary.bench_name(version.model.name, run.pk, version.version),
         concurrency=run.concurrency,
         duration_s=run.duration_s,
         batch_size=run.batch_size,

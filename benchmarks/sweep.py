@@ -11,6 +11,7 @@ import logging
 
 from benchmarks.models import BenchmarkRun
 from benchmarks.services import temp_name_prefix
+from benchmarks.verdict import failed_run
 from deployments import leases
 from deployments.push import client_for
 from integrations.triton.errors import TritonError
@@ -40,7 +41,8 @@ def benchmarks_unqueued_sweep() -> list[int]:
 def _finish_lost(run: BenchmarkRun, now) -> None:
     run.status, run.finished_at = BenchmarkRun.Status.FAILED, now
     run.error = f"{leases.lost_reason(run, now=now)} Finished levels are kept."
-    run.save(update_fields=["status", "finished_at", "error"])
+    run.verdict = failed_run(run.error)
+    run.save(update_fields=["status", "finished_at", "error", "verdict"])
 
 
 def _unload_leftovers(run: BenchmarkRun) -> list[str]:

@@ -21,6 +21,11 @@ def _check(ok: bool, text: str) -> dict:
     return {"ok": ok, "text": text}
 
 
+def failed_run(reason: str) -> dict:
+    """The verdict of a run that could not finish: failed, for `reason` (what `error` says)."""
+    return {"passed": False, "reasons": [reason], "checks": [_check(False, reason)]}
+
+
 def _sla_checks(levels: Sequence[dict], sla: dict) -> list[dict]:
     checks = []
     top = max(levels, key=lambda level: level["concurrency"])

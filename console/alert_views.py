@@ -4,13 +4,13 @@ leak watch's memory samples)."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
+from console.paging import paged
 from deployments import selectors as deployment_selectors
 from health import selectors
 from health.leaks import MIB, REMEDY
@@ -40,10 +40,11 @@ def _filters(request) -> dict:
 @login_required
 def alert_list(request):
     filters = _filters(request)
-    page = Paginator(selectors.alert_list(**filters), 50).get_page(request.GET.get("page"))
+    values = {k: v or "" for k, v in filters.items()}
+    listed = paged(request, selectors.alert_list(**filters), values=values)
     context = {
-        "page": page,
-        "alerts": page.object_list,
+        **listed,
+        "alerts": listed["page"].object_list,
         "filters": filters,
         "states": STATES,
         "kinds": Alert.Kind.choices,

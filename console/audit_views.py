@@ -7,16 +7,38 @@ from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from accounts.roles import Role, user_has_role
 from audit.selectors import audit_choices, audit_events_filtered
+from console.paging import paged
 
 FILTERS = ("actor", "object_type", "object_id", "action")
 CSV_MAX_ROWS = 100_000
+WEBHOOK_HIDDEN = "(webhook details are shown to release managers only)"
+
+
+def _sees_webhooks(user) -> bool:
+    return user_has_role(user, Role.RELEASE_MANAGERS.value)
+
+
+def _shown(event, *, sees_webhooks: bool):
+    """The event as this viewer may see it: a webhook's URL (rows written before only its host
+    was kept carry it whole) and details stay with release managers."""
+    is_webhook = event.object_type == "notifications.webhook" or event.action.startswith("webhook.")
+    if sees_webhooks or not is_webhook:
+        return event
+    event.object_repr, event.details = f"webhook {event.object_id}", WEBHOOK_HIDDEN
+    return event
+
+
+def events_shown(events, user) -> list:
+    """The events as `user` may see them (see _shown)."""
+    sees_webhooks = _sees_webhooks(user)
+    return [_shown(e, sees_webhooks=sees_webhooks) for e in events]
 
 
 def _when(value: str, *, end: bool = False) -> tuple[datetime | None, str]:
@@ -53,10 +75,11 @@ def _query(request) -> tuple[dict, dict, list[str]]:
 @login_required
 def audit_list(request):
     filters, values, errors = _query(request)
-    events = audit_events_filtered(**filters)
-    page = Paginator(events, 50).get_page(request.GET.get("page"))
-    query = urlencode({k: v for k, v in values.items() if v})
-    context = {"page": page, "values": values, "errors": errors, "query": query, **audit_choices()}
+    listed = paged(request, audit_events_filtered(**filters), values=values)
+    page = listed["page"]
+    page.object_list = events_shown(page.object_list, request.user)
+    query = urlencode({k: v for k, v in values.items() if v})  # the CSV link's filters
+    context = {**listed, "values": values, "errors": errors, "query": query, **audit_choices()}
     return render(request, "console/audit/list.html", context)
 
 
@@ -69,7 +92,9 @@ def audit_csv(request):
     response["Content-Disposition"] = 'attachment; filename="audit.csv"'
     writer = csv.writer(response)
     writer.writerow(["time", "actor", "action", "object_type", "object_id", "object", "details"])
-    for e in audit_events_filtered(**filters)[:CSV_MAX_ROWS].iterator():
+    sees_webhooks = _sees_webhooks(request.user)
+    for row in audit_events_filtered(**filters)[:CSV_MAX_ROWS].iterator():
+        e = _shown(row, sees_webhooks=sees_webhooks)
         writer.writerow(
             [
                 e.created_at.isoformat(),

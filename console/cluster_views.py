@@ -1,21 +1,26 @@
 """Cluster pages: list, detail (nodes, loaded matrix, drift), deploy with live progress."""
 
+from dataclasses import asdict
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
+from core.shared import shared_value
 from deployments import selectors
+from deployments.node_status import cluster_status_refresh_request, cluster_status_stored
+from deployments.prices import change_values, price_history
 from deployments.services import DeploymentError, deployment_create, node_remove
-from models_registry.models import Model, ModelVersion
+from models_registry.models import Model
+from models_registry.selectors import version_choices, version_chosen
 from releases.inputs import AnalysisSettings
 from releases.selectors import router_view, unrouted_recent
-from releases.unrouted import percent
+from releases.unrouted import UnroutedMeasure, percent
 
 
 def _can_deploy(user) -> bool:
@@ -31,10 +36,9 @@ def _cluster_or_404(name: str):
 
 @login_required
 def cluster_list(request):
-    clusters = [
-        {"cluster": c, "desired": selectors.desired_state(cluster=c)}
-        for c in selectors.cluster_list()
-    ]
+    found = list(selectors.cluster_list())
+    desired = selectors.desired_states(clusters=found)
+    clusters = [{"cluster": c, "desired": desired[c.pk]} for c in found]
     return render(request, "console/clusters/list.html", {"clusters": clusters})
 
 
@@ -70,19 +74,71 @@ def _matrix(status: dict) -> list[dict]:
 UNROUTED_PAGE_CACHE_S = 30
 
 
-def _unrouted_for_page(cluster, models: list[str]) -> list:
+def _unrouted_for_page(cluster, models: list[str]) -> list[tuple[str, UnroutedMeasure]]:
     key = f"console:unrouted:{cluster.pk}:{','.join(sorted(models))}"
-    found = cache.get(key)
-    if found is None:
+
+    def measure() -> list:
         found = sorted(unrouted_recent(cluster=cluster, models=models).items())
-        cache.set(key, found, timeout=UNROUTED_PAGE_CACHE_S)
-    return found
+        # The cache holds JSON (audit/cache_json.py): plain fields, rebuilt when read.
+        return [[model, asdict(m)] for model, m in found]
+
+    found = _unrouted_from_cache(shared_value(key, measure, fresh_s=UNROUTED_PAGE_CACHE_S))
+    return found if found is not None else _unrouted_from_cache(measure()) or []
+
+
+def _unrouted_from_cache(value) -> list[tuple[str, UnroutedMeasure]] | None:
+    """The cached rows as measures again; None (a miss) when absent or not of that shape."""
+    if not isinstance(value, list):
+        return None
+    try:
+        return [(str(model), UnroutedMeasure(**fields)) for model, fields in value]
+    except (TypeError, ValueError):
+        return None
+
+
+PRICE_LABELS = {
+    "node_hourly_cost": "nodes without a price of their own, an hour",
+    "hourly_cost": "an hour",
+    "gpu_hourly_cost": "a GPU-hour",
+    "gpu_count": "GPUs",
+    "execution_slots": "execution slots",
+}
+# The cluster page shows the latest price changes; the API pages the whole history.
+PRICES_SHOWN = 20
+
+
+def _price_rows(cluster) -> list[dict]:
+    """The latest price changes in words: what each set (and what it replaced)."""
+    rows = []
+    for change in price_history(cluster=cluster)[:PRICES_SHOWN]:
+        parts = []
+        for key, value in change_values(change).items():
+            old = change.before.get(key)
+            if change.before and old == value:
+                continue
+            if not change.before and value is None:
+                continue
+            was = f"{old if old is not None else 'none'} → " if change.before else ""
+            parts.append(f"{PRICE_LABELS[key]}: {was}{value if value is not None else 'none'}")
+        rows.append(
+            {
+                "at": change.effective_at,
+                "where": change.node_name or "cluster",
+                "what": "; ".join(parts) or "the cluster price",
+                "is_first": not change.before,
+                "by": change.changed_by_username,
+            }
+        )
+    return rows
 
 
 @login_required
 def cluster_detail(request, name):
     cluster = _cluster_or_404(name)
-    status = selectors.cluster_status(cluster=cluster)
+    # What the nodes answered in the background (deployments/node_status.py): no node call here.
+    status = cluster_status_stored(cluster=cluster)
+    if status["is_stale"]:
+        cluster_status_refresh_request(cluster=cluster)
     recent = list(selectors.deployments_recent(cluster=cluster, limit=10))
     context = {
         "cluster": cluster,
@@ -96,12 +152,12 @@ def cluster_detail(request, name):
         "unrouted_limit": AnalysisSettings().max_unrouted_share,
         "unrouted_limit_percent": percent(AnalysisSettings().max_unrouted_share),
         "deployments": recent,
+        "prices": _price_rows(cluster),
+        "currency": settings.SWITCHYARD_CURRENCY,
         # The running one's per-node progress shows here too, not only where it started.
         "running_deployment": next((d for d in recent if not d.is_finished), None),
         "can_deploy": _can_deploy(request.user),
-        "deployable": ModelVersion.objects.select_related("model").order_by(
-            "model__name", "-version"
-        ),
+        "deployable": version_choices(),
     }
     return render(request, "console/clusters/detail.html", context)
 
@@ -110,13 +166,10 @@ def cluster_detail(request, name):
 @require_POST
 def cluster_deploy(request, name):
     cluster = _cluster_for_release_managers(request, name, doing="Deploying")
-    version = (
-        ModelVersion.objects.select_related("model")
-        .filter(pk=request.POST.get("version_id"))
-        .first()
-    )
+    post = request.POST
+    version = version_chosen(version_id=post.get("version_id", ""), typed=post.get("version", ""))
     if version is None:
-        messages.error(request, "Choose a model version to deploy.")
+        messages.error(request, "Choose a model version to deploy (or type one: model vN).")
         return redirect("console:cluster-detail", name=name)
     return _deployment_started(request, name, cluster=cluster, version=version)
 

@@ -1,13 +1,25 @@
-"""System health: the database, Redis and a Celery worker on every lane, each with a reason."""
+"""System health: the database, Redis and a Celery worker on every lane, each with a reason.
 
+A check's detail names what failed, never a URL or a credential (REDIS_URL may hold a
+password); the full error goes to the log. `system_health_shared` answers from a result a
+few seconds old (SWITCHYARD_HEALTH_CACHE_S): anonymous /healthz calls and every home page of
+every web process share one check (it waits up to a second for the Celery workers).
+"""
+
+import logging
 from dataclasses import asdict, dataclass
 
 import redis
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from controlplane.celery import app as celery_app
 from controlplane.queues import LANES, lane_queue
+from core.shared import shared_value
+
+logger = logging.getLogger(__name__)
+HEALTH_CACHE_KEY = "console:system-health"
 
 
 @dataclass(frozen=True)
@@ -22,8 +34,9 @@ def check_database() -> Check:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
-    except Exception as exc:  # any driver error means "down"; the text says why
-        return Check("database", False, f"PostgreSQL is not reachable: {exc}".strip())
+    except Exception as exc:  # any driver error means "down"; the log says why
+        logger.warning("health: PostgreSQL is not reachable: %s", exc)
+        return Check("database", False, f"PostgreSQL is not reachable ({type(exc).__name__})")
     return Check("database", True, f"PostgreSQL {connection.settings_dict.get('NAME')}")
 
 
@@ -31,8 +44,9 @@ def check_redis() -> Check:
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
     try:
         client.ping()
-    except redis.RedisError as exc:
-        return Check("redis", False, f"Redis is not reachable at {settings.REDIS_URL}: {exc}")
+    except redis.RedisError as exc:  # the URL may hold a password: the log has the error
+        logger.warning("health: Redis is not reachable: %s", exc)
+        return Check("redis", False, f"Redis is not reachable ({type(exc).__name__})")
     finally:
         client.close()
     return Check("redis", True, "Redis answers")
@@ -46,8 +60,9 @@ def check_worker(*, redis_ok: bool = True) -> Check:
     timeout = settings.HEALTH_WORKER_PING_TIMEOUT_S
     try:
         replies = celery_app.control.inspect(timeout=timeout).active_queues() or {}
-    except Exception as exc:  # broker errors surface as many types
-        return Check("worker", False, f"Celery ping failed: {exc}")
+    except Exception as exc:  # broker errors surface as many types (and may name its URL)
+        logger.warning("health: Celery ping failed: %s", exc)
+        return Check("worker", False, f"Celery ping failed ({type(exc).__name__})")
     if not replies:
         return Check("worker", False, f"No Celery worker answered within {timeout:g} s")
     base = celery_app.conf.task_default_queue
@@ -67,11 +82,19 @@ def check_worker(*, redis_ok: bool = True) -> Check:
 
 
 def system_health() -> dict:
-    """{"status": "ok"|"unhealthy", "checks": {name: {"ok", "detail"}}}; never raises."""
+    """{"status": "ok"|"unhealthy", "checked_at", "checks": {name: {"is_ok", "detail"}}};
+    never raises."""
     database, cache = check_database(), check_redis()
     worker = check_worker(redis_ok=cache.is_ok)
     checks = [database, cache, worker]
     return {
         "status": "ok" if all(c.is_ok for c in checks) else "unhealthy",
+        "checked_at": timezone.now().isoformat(),
         "checks": {c.name: {k: v for k, v in asdict(c).items() if k != "name"} for c in checks},
     }
+
+
+def system_health_shared() -> dict:
+    """system_health() at most SWITCHYARD_HEALTH_CACHE_S old, checked by one caller at a time
+    for every process (core/shared.py); checked here when Redis is out of reach."""
+    return shared_value(HEALTH_CACHE_KEY, system_health, fresh_s=settings.SWITCHYARD_HEALTH_CACHE_S)

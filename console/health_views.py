@@ -1,7 +1,8 @@
 """/healthz for load balancers and people: JSON, 200 when healthy, 503 when not.
 
-Anonymous callers get the status only; signed-in users also get each check's detail
-(hosts, driver errors), which would otherwise tell strangers about the deployment.
+Anonymous callers get the status (and when it was checked) only; signed-in users also get
+each check's detail (names, never URLs). Every caller is answered from a result at most
+SWITCHYARD_HEALTH_CACHE_S old, so a flood of probes runs one check per window.
 """
 
 from django.http import JsonResponse
@@ -9,7 +10,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from accounts.services import api_token_use
-from console.health import system_health
+from console.health import system_health_shared
 
 
 def _signed_in(request) -> bool:
@@ -24,9 +25,10 @@ def _signed_in(request) -> bool:
 @never_cache
 @require_GET
 def healthz(request):
-    health = system_health()
+    health = system_health_shared()
     status = 200 if health["status"] == "ok" else 503
     # Who is signed in is in the database: while it is down, everyone gets the status only.
     if not health["checks"]["database"]["is_ok"] or not _signed_in(request):
-        return JsonResponse({"status": health["status"]}, status=status)
+        brief = {"status": health["status"], "checked_at": health["checked_at"]}
+        return JsonResponse(brief, status=status)
     return JsonResponse(health, status=status)

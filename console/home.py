@@ -3,12 +3,17 @@ in one screen (read through the apps' selectors; the view picks which one to sho
 
 from __future__ import annotations
 
-from datetime import timedelta
+import hashlib
+import json
+from datetime import datetime, timedelta
 
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
 
 from accounts.roles import Role
 from benchmarks import selectors as benchmark_selectors
+from core.shared import shared_value
 from deployments import selectors as deployment_selectors
 from health import selectors as health_selectors
 from models_registry import selectors as registry_selectors
@@ -78,14 +83,32 @@ def models_view(user) -> dict:
     return {"mine": mine, "rows": [_model_row(m, where) for m in models]}
 
 
-def costs_view() -> dict:
-    """This month's cost and its change, the top models by cost, the ghosts."""
-    return {"month": report_selectors.month_overview()}
+def costs_view(user) -> dict:
+    """This month's cost and its change, the top models by cost, the ghosts: the rows this
+    user may read, like the cost API (none without a reports role)."""
+    readable = report_selectors.may_read_reports(user)
+    models = report_selectors.visible_models(user) if readable else set()
+    return {"month": month_overview_shared(models)}
+
+
+def month_overview_shared(models: set[str] | None) -> dict:
+    """reports' month_overview at most SWITCHYARD_HOME_CACHE_S old, computed once for every
+    user who reads the same models (core/shared.py): most of a manager home's cost."""
+    scope = "all" if models is None else json.dumps(sorted(models))
+    key = f"console:home:month:{hashlib.sha256(scope.encode()).hexdigest()[:32]}"
+
+    def compute() -> dict:
+        # JSON for the cache: Decimals as their text (rendered alike), datetimes ISO.
+        overview = report_selectors.month_overview(models=models)
+        return json.loads(json.dumps(overview, cls=DjangoJSONEncoder))
+
+    month = shared_value(key, compute, fresh_s=settings.SWITCHYARD_HOME_CACHE_S)
+    return month | {"from": datetime.fromisoformat(month["from"])}
 
 
 def view_for(tab: str, user) -> dict:
     if tab == "models":
         return models_view(user)
     if tab == "costs":
-        return costs_view()
+        return costs_view(user)
     return releases_view()

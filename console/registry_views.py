@@ -13,10 +13,12 @@ from django.views.decorators.http import require_POST
 
 from accounts.roles import Role, user_has_role
 from console.benchmark_views import benchmark_context
+from console.paging import paged
 from console.pbtxt import highlight_pbtxt
 from deployments.selectors import model_live_where
 from models_registry import selectors, services
 from models_registry.services import RegistryError
+from models_registry.sla import sla_warning
 
 
 def _can_write(user, model=None) -> bool:
@@ -44,18 +46,15 @@ def _model_or_404(name: str):
 
 @login_required
 def model_list(request):
-    q = request.GET
+    """The models, 50 a page, filtered like GET /api/v1/models/ (search, team, tag)."""
+    filters = {name: request.GET.get(name, "").strip()[:200] for name in ("search", "team", "tag")}
+    listed = paged(request, selectors.model_list(**filters), values=filters)
     context = {
-        "models": selectors.model_list(
-            search=q.get("search", ""), team=q.get("team", ""), tag=q.get("tag", "")
-        ),
+        **listed,
+        "models": listed["page"].object_list,
         "teams": selectors.team_list(),
         "tags": selectors.model_tags(),
-        "filters": {
-            "search": q.get("search", ""),
-            "team": q.get("team", ""),
-            "tag": q.get("tag", ""),
-        },
+        "filters": filters,
         "can_write": _can_write(request.user),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }
@@ -129,15 +128,18 @@ def model_detail(request, name):
     for row in live_where:
         for number in row["versions"]:
             serving_on.setdefault(number, []).append(row["cluster"])
-    versions = list(selectors.model_versions(model=model))
+    listed = paged(request, selectors.model_versions(model=model), values={})  # as the API
+    versions = list(listed["page"].object_list)
     for version in versions:
         version.serving_on = serving_on.get(version.version, [])
     context = {
         "model": model,
         "versions": versions,
+        "pager": listed["pager"],
         "live_where": live_where,
         "alias_moves": selectors.alias_history(model=model)[:20],
         "sla_form": sla_form,
+        "sla_warning": sla_warning(model.sla, model=model.name),
         "can_write": _can_write(request.user, model),
         "members": selectors.team_members(team=model.team),
         "can_manage_members": request.user.is_superuser,

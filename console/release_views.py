@@ -1,6 +1,5 @@
 """Release pages: list, start form, and the cockpit (phase, steps, weight, gates, actions)."""
 
-import json
 from datetime import UTC, datetime
 
 from django.contrib import messages
@@ -13,16 +12,24 @@ from redis import RedisError
 
 from accounts.errors import Refused
 from accounts.roles import Role, user_has_role
+from console.paging import api_filters, paged
 from console.report_views import release_cost_context
 from deployments.models import TritonCluster
-from models_registry.models import ModelVersion
+from models_registry.selectors import version_choices, version_chosen
 from releases import selectors
+from releases.apis import ReleaseFilters
 from releases.configs import ConfigsDiffer
 from releases.guard_log import guard_samples_of
 from releases.inputs import AnalysisSettings
 from releases.services import ReleaseError, release_action, release_create
 from releases.state_machine import ACTIONS, Phase
 from releases.unrouted import UNPROTECTED, percent
+
+# At most this many analysed intervals per cockpit chart (the latest ones), like the
+# telemetry charts' budget per series (telemetry/resolution.py).
+CHART_INTERVALS = 2000
+# What cockpit.js reads of each side's measures (the rest of an analysis is for the table).
+CHART_MEASURES = ("requests", "success_rate", "p99_ms", "queue_ms")
 
 ACTION_LABELS = {
     "approve": "Approve next step",
@@ -45,13 +52,19 @@ def _release_or_404(release_id: int):
 
 
 def _list_context(request) -> dict:
+    """The releases, 50 a page, filtered like GET /api/v1/releases/ (model, cluster, state,
+    since), and the start form."""
+    filters, values, errors = api_filters(request, ReleaseFilters)
+    listed = paged(request, selectors.release_list_filtered(**filters), values=values)
     return {
-        "releases": selectors.release_list(),
+        **listed,
+        "releases": listed["page"].object_list,
+        "values": values,
+        "errors": errors,
+        "states": list(ReleaseFilters().fields["state"].choices),
         "can_act": _can_act(request.user),
         "clusters": TritonCluster.objects.all(),
-        "versions": ModelVersion.objects.select_related("model").order_by(
-            "model__name", "-version"
-        ),
+        "versions": version_choices(),
         "unrouted_default_pct": f"{AnalysisSettings().max_unrouted_share * 100:g}",
     }
 
@@ -75,11 +88,9 @@ def release_start(request):
         raise PermissionDenied("Starting a release needs the release-managers role.")
     post = request.POST
     cluster = TritonCluster.objects.filter(pk=post.get("cluster_id")).first()
-    candidate = (
-        ModelVersion.objects.select_related("model").filter(pk=post.get("version_id")).first()
-    )
+    candidate = version_chosen(version_id=post.get("version_id", ""), typed=post.get("version", ""))
     if cluster is None or candidate is None:
-        messages.error(request, "Choose a cluster and a candidate version.")
+        messages.error(request, "Choose a cluster and a candidate version (or type one: model vN).")
         return redirect("console:release-list")
     try:
         steps = [float(x) for x in post.get("steps", "5,25,50,100").split(",") if x.strip()]
@@ -149,7 +160,7 @@ def _guard_context(release) -> dict:
     last["when"] = datetime.fromtimestamp(last["at"], tz=UTC)
     return {
         "guard": {"count": len(samples), "last": last},
-        "guard_json": json.dumps(samples),
+        "guard_samples": samples,
     }
 
 
@@ -170,6 +181,35 @@ def _unrouted_context(release) -> dict | None:
     }
 
 
+def _drawn(measures: dict) -> dict:
+    return {k: measures.get(k) for k in CHART_MEASURES}
+
+
+def _chart(release, analyses: list) -> dict:
+    """What the cockpit's charts draw, per analysed interval: the latest CHART_INTERVALS."""
+    charted = analyses[-CHART_INTERVALS:]  # the charts' budget, as for telemetry charts
+    chart = {
+        "intervals": len(analyses),
+        "shown": len(charted),
+        "t": [a.data.get("at") for a in charted],
+        "baseline": [_drawn(a.data.get("baseline", {})) for a in charted],
+        "candidate": [_drawn(a.data.get("candidate", {})) for a in charted],
+        "weights": [a.data.get("weight") for a in charted],
+        "seconds": [a.data.get("seconds") for a in charted],
+        "results": [a.data.get("result") for a in charted],
+        # The gate against the baseline at each interval, drawn next to the SLA.
+        "limits": {
+            metric: [_threshold(a.data, check) for a in charted]
+            for metric, check in (
+                ("p99_ms", "p99_vs_baseline"),
+                ("success_rate", "success_vs_baseline"),
+            )
+        },
+        "sla": release.sla,
+    }
+    return chart
+
+
 def _cockpit_context(request, release) -> dict:
     phase = Phase(release.phase)
     analyses = [e for e in release.events.all() if e.kind == "analysis"]
@@ -182,23 +222,7 @@ def _cockpit_context(request, release) -> dict:
         if _can_act(request.user) and not release.pending_action
         else []
     )
-    chart = {
-        "t": [a.data.get("at") for a in analyses],
-        "baseline": [a.data.get("baseline", {}) for a in analyses],
-        "candidate": [a.data.get("candidate", {}) for a in analyses],
-        "weights": [a.data.get("weight") for a in analyses],
-        "seconds": [a.data.get("seconds") for a in analyses],
-        "results": [a.data.get("result") for a in analyses],
-        # The gate against the baseline at each interval, drawn next to the SLA.
-        "limits": {
-            metric: [_threshold(a.data, check) for a in analyses]
-            for metric, check in (
-                ("p99_ms", "p99_vs_baseline"),
-                ("success_rate", "success_vs_baseline"),
-            )
-        },
-        "sla": release.sla,
-    }
+    chart = _chart(release, analyses)
     return {
         "release": release,
         **_guard_context(release),
@@ -215,7 +239,7 @@ def _cockpit_context(request, release) -> dict:
         "analyses": list(reversed(analyses))[:30],
         "events": list(reversed([e for e in release.events.all() if e.kind != "analysis"]))[:60],
         "actions": actions,
-        "chart_json": json.dumps(chart),
+        "chart": chart,
     }
 
 

@@ -5,6 +5,7 @@ from console import (
     audit_views,
     benchmark_views,
     cluster_views,
+    list_views,
     registry_views,
     release_views,
     report_views,
@@ -43,6 +44,8 @@ urlpatterns = [
         name="model-version",
     ),
     path("clusters/", cluster_views.cluster_list, name="cluster-list"),
+    path("deployments/", list_views.deployment_list, name="deployment-list"),
+    path("benchmarks/", list_views.benchmark_list, name="benchmark-list"),
     path("clusters/<str:name>/", cluster_views.cluster_detail, name="cluster-detail"),
     path("clusters/<str:name>/deploy/", cluster_views.cluster_deploy, name="cluster-deploy"),
     path(

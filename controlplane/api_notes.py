@@ -40,7 +40,8 @@ OPERATION_NOTES = {
     "GET /api/v1/models/{name}/versions/": "A model's versions, newest first.",
     "POST /api/v1/models/{name}/versions/": "Upload a version: multipart `archive` (.tar.gz or "
     ".zip of a Triton model directory), optional `label`, `notes`, `source_commit`, "
-    "`training_run_url`. 400 naming file and line for an invalid config; 409 when the files "
+    "`training_run_url`. 400 naming file and line for an invalid config or a file that could "
+    "load native code or crash a node (docs/SECURITY.md); 409 when the files "
     "equal an existing version's (`?return_existing=true` answers that version with 200).",
     "GET /api/v1/models/{name}/versions/{version}/": "Config, manifest, digest, provenance and "
     "validation of one version, and its checks' `state`/`finished`/`outcome`; `?wait=` (at most "
@@ -54,15 +55,28 @@ OPERATION_NOTES = {
     "GET /api/v1/clusters/": "Clusters with their router and metrics settings.",
     "POST /api/v1/clusters/": "Register a cluster (release managers): environment, push mode, "
     "router (`nginx` or `none`), metrics source (`scrape` or `prometheus`), prices, and whether "
-    "a release needs a passing benchmark.",
-    "GET /api/v1/clusters/{name}/": "One cluster with its router and metrics settings.",
-    "PATCH /api/v1/clusters/{name}/": "Change a cluster's settings.",
+    "a release needs a passing benchmark, and the nodes' key (write-only `api_key` or "
+    "`api_key_ref`; answered only as `has_api_key`).",
+    "GET /api/v1/clusters/{name}/": "One cluster with its router and metrics settings, and "
+    "`warnings` (nodes that answer model control without a key).",
+    "PATCH /api/v1/clusters/{name}/": 'Change a cluster\'s settings; `api_key: ""` clears the '
+    "node key; `custom_backends` (backends it may load beyond SWITCHYARD_ALLOWED_BACKENDS) is "
+    "audited as `cluster.backends_changed`; a new `node_hourly_cost` applies from this moment "
+    "on (the price history, audited as `cluster.price_changed`).",
     "GET /api/v1/clusters/{name}/nodes/": "A cluster's nodes.",
     "POST /api/v1/clusters/{name}/nodes/": "Add a node (URLs with scheme, host and port, unique "
-    "per cluster; prices optional).",
+    "per cluster; prices optional); the answer says whether it answers model control without a "
+    "key (`control_access`, `warnings`).",
     "GET /api/v1/clusters/{name}/nodes/{node}/": "One node.",
     "DELETE /api/v1/clusters/{name}/nodes/{node}/": "Remove a node; its history stays. 409 "
     "while a deployment runs there.",
+    "PATCH /api/v1/clusters/{name}/nodes/{node}/": "Change a node's price (`hourly_cost`, "
+    "`gpu_hourly_cost`, `gpu_count`, `execution_slots`): in effect from this moment on, the "
+    "minutes before keep the price they were charged at; recorded in the price history and "
+    "audited as `node.price_changed`.",
+    "GET /api/v1/clusters/{name}/prices/": "The price history of the cluster and its nodes "
+    "(removed ones too), newest first: each change with the moment it took effect, the new "
+    "and the replaced values and who made it; `?node=` one node's (`''` the cluster's own).",
     "GET /api/v1/clusters/{name}/status/": "Per node: health, server version, loaded models and "
     "versions, drift from what should serve.",
     "GET /api/v1/clusters/{name}/router/": "What the cluster's router does now: running, nodes, "
@@ -113,15 +127,25 @@ OPERATION_NOTES = {
     "POST /api/v1/models/{name}/versions/{version}/benchmarks/import/": "Import perf_analyzer "
     "or Model Analyzer CSV results (multipart `file` and `format`). Shown, but they open a "
     "cluster's benchmark gate only with `SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS`.",
-    "GET /api/v1/metrics/": "Per-minute points per cluster, model and version, from the "
-    "collector's rollups.",
+    "GET /api/v1/metrics/": "Points per cluster, model and version, from the collector's "
+    "rollups, at the resolution the range calls for: per minute up to about 33 h, then "
+    "5-minute, hourly or daily sums, so no series has more than about 2,000 points (the "
+    "answer's `step_s` and `resolution`). `shape=series` answers one object per series "
+    "with arrays (`t` in epoch seconds, one array per field) instead of `points`.",
     # Reports
     "GET /api/v1/reports/cost/": "What every model, version, team, cluster or node cost over a "
     "range (docs/COSTS.md): totals, idle and unknown cost, per row cost, share, requests, cost "
-    "per 1k and the change since the previous period. `&format=csv` or `Accept: text/csv` "
-    "answers the rows as CSV.",
-    "GET /api/v1/reports/ghosts/": "Versions loaded with no request for the last N days "
-    "(fractions allowed): where, how long, what they cost and will cost a month.",
+    "per 1k and the change since the previous period. Each row's cost is split by what the "
+    "node time was for: `serving_cost`, `validation_cost` (smoke tests) and `benchmark_cost` "
+    "(they add up to `cost` to the cent; temporary models are charged to the version they "
+    "test, never a row of their own); `&kind=serving|validation|benchmark` keeps one kind. "
+    "`&format=csv` or `Accept: text/csv` answers the rows as CSV.",
+    "GET /api/v1/reports/ghosts/": "Versions loaded with no client request on any node of their "
+    "cluster for the last N days (fractions allowed; the control plane's own probes and "
+    "warm-ups do not count): one row per cluster and version with the nodes it occupies, what "
+    "they cost and will cost a month; `idle_on_nodes`: versions that served on some nodes "
+    "but sat idle on others, with what unloading them there saves. Only serving versions: a "
+    "smoke test's or a benchmark's temporary model is never a ghost.",
     "GET /api/v1/reports/budgets/": "Teams' monthly budgets with month-to-date use.",
     "PUT /api/v1/reports/budgets/{team}/": "Set (or, with null, remove) a team's monthly "
     "budget (managers).",

@@ -12,12 +12,19 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from accounts.ws_auth import TicketOrSessionAuthMiddlewareStack  # noqa: E402
 from controlplane.body_limit import BodyLimitMiddleware  # noqa: E402
+from controlplane.daphne_limits import install as install_daphne_limits  # noqa: E402
+from controlplane.db_pool import ConnectionsGivenBack, publisher_start  # noqa: E402
 from controlplane.outages import WebsocketOutageGuard  # noqa: E402
 from controlplane.ws_routes import websocket_urlpatterns  # noqa: E402
 
+# Under daphne the body limits apply as bytes arrive (daphne buffers a body before the app).
+install_daphne_limits()
+# This process's pool numbers, for /metrics whichever web process answers it.
+publisher_start()
+
 application = ProtocolTypeRouter(
     {
-        "http": BodyLimitMiddleware(django_asgi_app),
+        "http": BodyLimitMiddleware(ConnectionsGivenBack(django_asgi_app)),
         "websocket": WebsocketOutageGuard(
             AllowedHostsOriginValidator(
                 TicketOrSessionAuthMiddlewareStack(URLRouter(websocket_urlpatterns))

@@ -1,16 +1,23 @@
-"""ASGI guard on request bodies: past SWITCHYARD_MAX_UPLOAD_BYTES a request is answered 413
-while its body streams in, chunked ones (no Content-Length) included.
+"""ASGI guard on request bodies: past its endpoint's limit a request is answered 413 while
+its body streams in, chunked ones (no Content-Length) included.
+
+The limit is per endpoint (`limit_for`): a version upload may carry an archive up to
+SWITCHYARD_MAX_UPLOAD_BYTES, a benchmark result import 6 MiB, every other request
+SWITCHYARD_MAX_BODY_BYTES (1 MiB).
 
 A declared Content-Length over the limit is refused before any byte is read. A chunked body
 is counted as it arrives and spooled (memory, then a temporary file) up to the limit, then
 handed to Django with its Content-Length, so the upload's size check and parser see it like
-any other request. The reverse proxy stays the first line: daphne buffers a body before the
-app sees it, so production sets nginx's `client_max_body_size` (docs/SECURITY.md).
+any other request. daphne reads a whole body before it calls the app, so under daphne the
+same limits are applied earlier, as the bytes arrive (controlplane/daphne_limits.py); this
+middleware is the rule for any ASGI server. nginx's `client_max_body_size` stays the first
+line in production (docs/SECURITY.md).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Awaitable, Callable
 from typing import IO
@@ -24,20 +31,38 @@ Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
 
 
-def _default_limit() -> int:
-    return settings.SWITCHYARD_MAX_UPLOAD_BYTES
+# The one endpoint that takes archives: POST /api/v1/models/<name>/versions/.
+UPLOAD_PATH = re.compile(r"/api/v1/models/[^/]+/versions/")
+# Imported benchmark results (API and console form): files up to 5 MiB (benchmarks/apis.py
+# MAX_IMPORT_BYTES) and the multipart form around them.
+IMPORT_PATH = re.compile(r"(/api/v1)?/models/[^/]+/versions/\d+/benchmarks/import/")
+IMPORT_BODY_BYTES = 6 * 1024 * 1024
+
+
+def limit_for(path: str) -> int:
+    """The largest body a request to `path` may carry, in bytes."""
+    path = path.split("?", 1)[0]
+    if UPLOAD_PATH.fullmatch(path):
+        return settings.SWITCHYARD_MAX_UPLOAD_BYTES
+    if IMPORT_PATH.fullmatch(path):
+        return max(IMPORT_BODY_BYTES, settings.SWITCHYARD_MAX_BODY_BYTES)
+    return settings.SWITCHYARD_MAX_BODY_BYTES
+
+
+def _scope_limit(scope: dict) -> int:
+    return limit_for(scope.get("path", ""))
 
 
 class BodyLimitMiddleware:
-    """Wraps the HTTP app; `max_bytes()` is read per request (settings can change in tests)."""
+    """Wraps the HTTP app; `max_bytes(scope)` is read per request (settings change in tests)."""
 
-    def __init__(self, app, *, max_bytes: Callable[[], int] = _default_limit) -> None:
+    def __init__(self, app, *, max_bytes: Callable[[dict], int] = _scope_limit) -> None:
         self.app, self.max_bytes = app, max_bytes
 
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        limit = self.max_bytes()
+        limit = self.max_bytes(scope)
         headers = dict(scope.get("headers") or [])
         declared = _declared_length(headers)
         if declared is not None:
@@ -100,9 +125,14 @@ def _replay(spool: IO[bytes], size: int, receive: Receive) -> Receive:
     return replay
 
 
-async def _refuse(send: Send, limit: int) -> None:
+def refusal_body(limit: int) -> bytes:
+    """The 413 answer's body, in the API's error shape."""
     message = f"The request body is larger than the limit of {limit} bytes."
-    body = json.dumps({"errors": [{"field": None, "message": message}]}).encode()
+    return json.dumps({"errors": [{"field": None, "message": message}]}).encode()
+
+
+async def _refuse(send: Send, limit: int) -> None:
+    body = refusal_body(limit)
     await send(
         {
             "type": "http.response.start",

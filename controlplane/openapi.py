@@ -9,8 +9,10 @@
   conflict with the state, 413/415 where a body is sent, 429 where the view is throttled.
 """
 
-from django.http import JsonResponse
+from django.http import HttpResponsePermanentRedirect, JsonResponse
+from django.urls import Resolver404, resolve
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.openapi import AutoSchema
 from rest_framework.permissions import AllowAny
 
@@ -82,6 +84,29 @@ class SwitchyardAutoSchema(AutoSchema):
         if self.view.get_throttles():
             codes.append("429")
         return codes
+
+
+@csrf_exempt
+def api_not_found(request, rest: str = ""):
+    """The API's own catch-all: an unknown path under /api/ is a JSON 404 whatever the
+    settings (with DEBUG on, Django's handler404 is not used and would answer an HTML page).
+
+    A known path missing its final slash is redirected for GET and HEAD, as Django's
+    APPEND_SLASH would have done; other methods are told the path to use.
+    """
+    path = request.path
+    if not path.endswith("/"):
+        try:
+            match = resolve(path + "/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not api_not_found:
+            if request.method in ("GET", "HEAD"):
+                query = request.META.get("QUERY_STRING", "")
+                return HttpResponsePermanentRedirect(path + "/" + (f"?{query}" if query else ""))
+            message = f"Not found. The path ends with a slash: {path}/"
+            return JsonResponse({"errors": [{"message": message}]}, status=404)
+    return JsonResponse({"errors": [{"message": "Not found."}]}, status=404)
 
 
 def handler404(request, exception):

@@ -1,10 +1,12 @@
 """URL map: the console pages, the REST API under /api/v1/, the schema and its page, health."""
 
 from django.contrib import admin
-from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularSwaggerView
 
 from console.health_views import healthz
+from controlplane.openapi import api_not_found
+from controlplane.schema_view import SchemaView
 from observability.views import metrics
 
 api_v1 = [
@@ -27,9 +29,11 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
     # The interactive API reference (Swagger UI, served from this server's static files).
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Every other path under /api/ is the API's JSON 404, with DEBUG on too.
+    re_path(r"^api/", api_not_found),
     path("", include("accounts.urls")),
     path("", include("console.urls")),
 ]

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from demo.benchmark import demo_benchmark_seed
 from demo.ghost import demo_ghost_seed
 from deployments.models import TritonCluster
 from deployments.services import (
@@ -60,6 +61,10 @@ DEMO_MODELS = (
 )
 
 
+SMOKE_CLUSTER = "local-smoke"
+SMOKE_HOURLY_COST = "3.00"
+
+
 def _archive(model: str, variant: int) -> io.BytesIO:
     buf = io.BytesIO()
     root = EXAMPLES / model
@@ -72,11 +77,13 @@ def _archive(model: str, variant: int) -> io.BytesIO:
     return buf
 
 
-def demo_cluster_register(*, base_port: int, nodes: int, actor) -> tuple[TritonCluster, list]:
-    """The local demo cluster and its nodes (router and node URLs follow the ports); what
-    could not be done, as lines for the terminal."""
+def demo_cluster_register(
+    *, base_port: int, nodes: int, actor, key_ref: str = ""
+) -> tuple[TritonCluster, list]:
+    """The local demo cluster and its nodes (router and node URLs follow the ports, the node
+    key reference this run's key file); what could not be done, as lines for the terminal."""
     with transaction.atomic():  # run_router starts once the cluster exists: nodes included
-        cluster = _demo_cluster(base_port=base_port, actor=actor)
+        cluster = _demo_cluster(base_port=base_port, actor=actor, key_ref=key_ref)
         lines = [
             _demo_node(cluster, name=f"node{i + 1}", port=base_port + 3 * i, actor=actor)
             for i in range(nodes)
@@ -84,7 +91,7 @@ def demo_cluster_register(*, base_port: int, nodes: int, actor) -> tuple[TritonC
     return cluster, [line for line in lines if line]
 
 
-def _demo_cluster(*, base_port: int, actor) -> TritonCluster:
+def _demo_cluster(*, base_port: int, actor, key_ref: str) -> TritonCluster:
     router = {
         "driver": "nginx",
         "listen": f"127.0.0.1:{base_port + 80}",
@@ -102,9 +109,12 @@ def _demo_cluster(*, base_port: int, actor) -> TritonCluster:
             metrics={"source": "scrape"},
             gpu_type="CPU only",
             node_hourly_cost="0.50",
+            api_key_ref=key_ref,
         )
     if cluster.router != router:  # ports changed since the last demo
         cluster = cluster_update(cluster=cluster, actor=actor, router=router)
+    if cluster.api_key_ref != key_ref or cluster.api_key_ciphertext:
+        cluster = cluster_update(cluster=cluster, actor=actor, api_key_ref=key_ref)
     return cluster
 
 
@@ -154,16 +164,47 @@ def demo_models_register(*, actor) -> list:
     return first
 
 
-def demo_cluster_seed(*, base_port: int, nodes: int = 2) -> list[str]:
-    """The cluster with this run's ports, before the router and traffic start reading it."""
+def demo_smoke_cluster_register(*, port: int, actor, key_ref: str = "") -> list[str]:
+    """The demo's smoke cluster: staging, one node, never deployed to, so smoke tests of new
+    versions run there and not beside the served models (docs/SECURITY.md)."""
+    cluster = TritonCluster.objects.filter(name=SMOKE_CLUSTER).first()
+    if cluster is None:
+        cluster = cluster_create(
+            actor=actor,
+            name=SMOKE_CLUSTER,
+            environment="staging",
+            push_mode="upload",
+            router={"driver": "none"},
+            metrics={"source": "scrape"},
+            gpu_type="CPU only",
+            # Dearer than the served nodes, so that the seconds the demo's benchmark computes
+            # show in cents under Benchmark (demo/benchmark.py); its idle time shows too.
+            node_hourly_cost=SMOKE_HOURLY_COST,
+            api_key_ref=key_ref,
+        )
+    elif cluster.api_key_ref != key_ref or cluster.api_key_ciphertext:  # a new run's key file
+        cluster = cluster_update(cluster=cluster, actor=actor, api_key_ref=key_ref)
+    line = _demo_node(cluster, name="smoke1", port=port, actor=actor)
+    return [line] if line else []
+
+
+def demo_cluster_seed(*, base_port: int, nodes: int = 2, key_ref: str = "") -> list[str]:
+    """The clusters with this run's ports, before the router and traffic start reading them;
+    the smoke cluster's node follows the served cluster's `nodes`."""
     admin = get_user_model().objects.get(username="admin")
-    return demo_cluster_register(base_port=base_port, nodes=nodes, actor=admin)[1]
+    register = demo_cluster_register
+    lines = register(base_port=base_port, nodes=nodes, actor=admin, key_ref=key_ref)[1]
+    smoke_port = base_port + 3 * nodes
+    return lines + demo_smoke_cluster_register(port=smoke_port, actor=admin, key_ref=key_ref)
 
 
-def demo_seed(*, base_port: int, nodes: int = 2) -> list[str]:
+def demo_seed(*, base_port: int, nodes: int = 2, key_ref: str = "") -> list[str]:
     """Cluster, example models and first deployments for `make demo`; safe to run again."""
     admin = get_user_model().objects.get(username="admin")
-    cluster, lines = demo_cluster_register(base_port=base_port, nodes=nodes, actor=admin)
+    cluster, lines = demo_cluster_register(
+        base_port=base_port, nodes=nodes, actor=admin, key_ref=key_ref
+    )
+    lines += demo_smoke_cluster_register(port=base_port + 3 * nodes, actor=admin, key_ref=key_ref)
     for version in demo_models_register(actor=admin):
         if serving_versions(cluster=cluster, model=version.model):
             continue
@@ -172,4 +213,5 @@ def demo_seed(*, base_port: int, nodes: int = 2) -> list[str]:
             lines.append(f"deploying {version.model.name} v{version.version} on {cluster.name}")
         except DeploymentError as exc:
             lines.append(f"not deployed: {exc.message}")
+    lines += demo_benchmark_seed(cluster_name=SMOKE_CLUSTER, actor=admin)
     return lines + demo_ghost_seed(cluster=cluster, actor=admin)

@@ -6,6 +6,7 @@ import logging
 
 from demo.traffic import TrafficTarget, check_loopback, request_body
 from deployments.models import TritonCluster
+from deployments.push import client_for
 from deployments.selectors import desired_state
 from integrations.triton.client import TritonClient
 from integrations.triton.errors import TritonError
@@ -27,7 +28,7 @@ def demo_targets(*, cluster: TritonCluster) -> list[TrafficTarget]:
         desired.pop(name)
     if not nodes or not desired:
         return []
-    with TritonClient(nodes[0].http_url, nodes[0].grpc_url or None, timeout_s=5) as client:
+    with client_for(nodes[0]) as client:
         bodies = {m: body for m in desired if (body := _body(client, m)) is not None}
     router = (cluster.router or {}).get("url", "")
     if router:

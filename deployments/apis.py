@@ -13,7 +13,7 @@ from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
 from accounts.waits import WAIT_PARAMETER, group_name, long_poll
-from deployments import selectors, services
+from deployments import prices, selectors, services
 from deployments.models import Deployment, DeploymentNode, cluster_name_validator
 from models_registry.models import Model
 from models_registry.selectors import model_version_find
@@ -77,6 +77,38 @@ class NodeSerializer(inputs.InputSerializer):
     health = serializers.CharField(read_only=True)
     server_version = serializers.CharField(read_only=True)
     last_seen_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    control_access = serializers.ChoiceField(
+        choices=["unknown", "restricted", "open"],
+        read_only=True,
+        help_text="open: the node lists its repository to a caller without any key",
+    )
+    warnings = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+
+class NodePriceSerializer(inputs.InputSerializer):
+    """A node's price fields (docs/COSTS.md); those given change from now on."""
+
+    _price = NodeSerializer._price
+    hourly_cost = serializers.DecimalField(allow_null=True, **_price)
+    gpu_hourly_cost = serializers.DecimalField(allow_null=True, **_price)
+    gpu_count = serializers.IntegerField(min_value=0, required=False, allow_null=True)
+    execution_slots = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+
+
+class PriceChangeSerializer(serializers.Serializer):
+    node = serializers.CharField(
+        source="node_name", help_text="'' for the cluster's node_hourly_cost"
+    )
+    effective_at = serializers.DateTimeField(help_text="in effect from this moment on")
+    hourly_cost = serializers.DecimalField(max_digits=10, decimal_places=4, allow_null=True)
+    gpu_hourly_cost = serializers.DecimalField(max_digits=10, decimal_places=4, allow_null=True)
+    gpu_count = serializers.IntegerField(allow_null=True)
+    execution_slots = serializers.IntegerField(allow_null=True)
+    node_hourly_cost = serializers.DecimalField(max_digits=10, decimal_places=4, allow_null=True)
+    before = serializers.DictField(help_text="the values it replaced ({} for the first price)")
+    changed_by = serializers.CharField(
+        source="changed_by_username", help_text="'' for a price recorded by the system"
+    )
 
 
 class ClusterSerializer(inputs.InputSerializer):
@@ -88,11 +120,51 @@ class ClusterSerializer(inputs.InputSerializer):
     metrics = MetricsSerializer(required=False)
     gpu_type = serializers.CharField(required=False, allow_blank=True, default="")
     require_benchmark = serializers.BooleanField(required=False, default=False)
+    require_sla = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="releases here refuse a model without an SLA (400) instead of warning",
+    )
     node_hourly_cost = serializers.DecimalField(
         max_digits=10, decimal_places=4, required=False, min_value=0
     )
+    custom_backends = serializers.ListField(
+        child=serializers.RegexField(r"^[a-z0-9][a-z0-9_]*$", max_length=64),
+        required=False,
+        max_length=32,
+        help_text="backends this cluster may load beyond SWITCHYARD_ALLOWED_BACKENDS; each is "
+        "native code on its nodes (a change is audited as cluster.backends_changed)",
+    )
+    api_key = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        max_length=256,
+        trim_whitespace=False,
+        help_text="the key the nodes' restricted APIs ask for, stored encrypted; '' clears it. "
+        "Never answered back",
+    )
+    api_key_ref = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        max_length=300,
+        help_text="where the key lives instead: env:SWITCHYARD_NODE_KEY_<NAME> or "
+        "file:<path under SWITCHYARD_SECRET_FILE_ROOTS>; '' clears it",
+    )
+    has_api_key = serializers.BooleanField(read_only=True)
+    api_key_kind = serializers.ChoiceField(
+        choices=["", "stored", "env", "file"],
+        read_only=True,
+        source="key_kind",
+        help_text="how the cluster's key is held ('' when it has none of its own)",
+    )
+    warnings = serializers.ListField(child=serializers.CharField(), read_only=True)
     nodes = NodeSerializer(many=True, read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
+
+    def validate_custom_backends(self, value: list[str]) -> list[str]:
+        return sorted(set(value))
 
 
 class ClusterListCreateApi(APIView):
@@ -152,7 +224,8 @@ class NodeListCreateApi(APIView):
 
 
 class NodeDetailApi(APIView):
-    """GET, DELETE /api/v1/clusters/{name}/nodes/{node}/ (delete keeps the node's history)."""
+    """GET, PATCH (its price), DELETE /api/v1/clusters/{name}/nodes/{node}/ (delete keeps
+    the node's history)."""
 
     permission_classes = [ReleaseManagersWrite]
 
@@ -166,10 +239,41 @@ class NodeDetailApi(APIView):
     def get(self, request, name, node):
         return Response(NodeSerializer(self._node(name, node)).data)
 
+    @extend_schema(request=NodePriceSerializer, responses={200: NodeSerializer})
+    def patch(self, request, name, node):
+        found = self._node(name, node)
+        data = NodePriceSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        prices.price_change(obj=found, actor=request.user, **data.validated_data)
+        return Response(NodeSerializer(found).data)
+
     @extend_schema(responses={204: None})
     def delete(self, request, name, node):
         services.node_remove(node=self._node(name, node), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PriceFilters(inputs.ChoicesListed):
+    node = serializers.CharField(
+        required=False, allow_blank=True, help_text="one node's ('' for the cluster's own)"
+    )
+
+
+class PriceHistoryApi(APIView):
+    """GET /api/v1/clusters/{name}/prices/: every price change of the cluster and its nodes."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    @extend_schema(
+        parameters=[PriceFilters, *PAGE_PARAMETERS],
+        responses={200: PriceChangeSerializer(many=True)},
+    )
+    def get(self, request, name):
+        cluster = _cluster_or_404(name)
+        filters = PriceFilters(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        history = prices.price_history(cluster=cluster, node=filters.validated_data.get("node"))
+        return paginated(request, history, PriceChangeSerializer)
 
 
 class NodeStatusSerializer(serializers.Serializer):
@@ -193,7 +297,13 @@ DEPLOYMENT = Lifecycle(
     states=tuple(Deployment.Status.values),
     outcomes={"succeeded": "succeeded", "failed": "failed"},
     state_of=lambda deployment: deployment.status,
+    reason_of=lambda deployment: deployment.error or _done(deployment),
 )
+
+
+def _done(deployment) -> str:
+    versions = ", ".join(str(v) for v in deployment.target_versions or []) or "none"
+    return f"every node of the cluster serves the target versions ({versions})"
 
 
 class DeploymentAcceptedSerializer(serializers.Serializer):
@@ -203,6 +313,7 @@ class DeploymentAcceptedSerializer(serializers.Serializer):
     state = DEPLOYMENT.state_field()
     finished = DEPLOYMENT.finished_field()
     outcome = DEPLOYMENT.outcome_field()
+    outcome_reason = DEPLOYMENT.outcome_reason_field()
     status = serializers.ChoiceField(
         choices=DEPLOYMENT.states, help_text="Deprecated (API 2.0.0): read `state`."
     )
@@ -234,6 +345,7 @@ class DeploymentSerializer(serializers.Serializer):
     state = DEPLOYMENT.state_field()
     finished = DEPLOYMENT.finished_field()
     outcome = DEPLOYMENT.outcome_field()
+    outcome_reason = DEPLOYMENT.outcome_reason_field()
     status = serializers.ChoiceField(
         choices=DEPLOYMENT.states, help_text="Deprecated (API 2.0.0): read `state`."
     )

@@ -11,7 +11,9 @@ Time between "run" and "serving everywhere" is what users wait for (bench/push_f
 the work around the loads is kept off that path: stored files are re-hashed once per
 deployment and the bytes shared by every plan and node, the LOADING mark and the outcomes
 of the nodes that finish first are written while the others still load, and the last
-node's outcome, the desired state and the finish are one commit at the end.
+node's outcome, the desired state and the finish are one commit at the end. Before it, the
+cluster's nodes are read once more for the cluster page (deployments/node_status.py: the
+page calls no node), so the page shows what the deployment did once it says it finished.
 """
 
 import time
@@ -21,7 +23,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from deployments import leases, push, serving
+from deployments.backends import BackendRefused
 from deployments.models import Deployment, DeploymentNode
+from deployments.node_status import cluster_status_refresh_quietly
 from deployments.services import deployment_finish, deployment_nodes_record, serving_state_set
 from integrations.concurrency import fan_out
 from models_registry.models import ModelVersion
@@ -113,6 +117,14 @@ def _load_everywhere(
     return outcomes, [n for n in nodes if n.pk not in written]
 
 
+def _refusal_reason(exc: push.CorruptArtifact) -> str:
+    if isinstance(exc, BackendRefused):
+        return "the cluster does not allow this backend"
+    if isinstance(exc, push.RepositoryRefused):
+        return "the cluster's repository folder is refused"
+    return "the stored files failed verification"
+
+
 def _run_deploy(deployment: Deployment) -> Deployment:
     cluster, target = deployment.cluster, deployment.version
     previous = _versions(deployment, deployment.previous_versions)
@@ -122,11 +134,7 @@ def _run_deploy(deployment: Deployment) -> Deployment:
     try:
         plan = serving.serving_plan(cluster, staged, blobs=blobs)
     except push.CorruptArtifact as exc:
-        why = (
-            "the cluster's repository folder is refused"
-            if isinstance(exc, push.RepositoryRefused)
-            else "the stored files failed verification"
-        )
+        why = _refusal_reason(exc)
         DeploymentNode.objects.filter(deployment=deployment).update(
             status=Status.SKIPPED, error=f"not loaded: {why}"
         )
@@ -136,12 +144,15 @@ def _run_deploy(deployment: Deployment) -> Deployment:
     if failed:
         _record_outcomes(deployment, unwritten, outcomes)
         _revert(deployment, [n for n in nodes if outcomes[n.pk].ok], previous, blobs)
+        cluster_status_refresh_quietly(cluster=cluster)
         return deployment_finish(
             deployment,
             ok=False,
             error=f"Failed on {len(failed)} of {len(nodes)} "
             f"node(s), the others were put back to their previous state. {reasons}",
         )
+    if len(staged) == 1:  # nothing to retire: the nodes are as they stay
+        cluster_status_refresh_quietly(cluster=cluster)
     with transaction.atomic():
         _record_outcomes(deployment, unwritten, outcomes)
         serving_state_set(cluster=cluster, model=deployment.model, versions=[target])
@@ -175,6 +186,7 @@ def _retire_previous(
     time.sleep(settings.SWITCHYARD_DEPLOY_DRAIN_S)
     plan = serving.serving_plan(deployment.cluster, [target], blobs=blobs)
     outcomes = serving.serving_load(nodes, plan, warm_version=None)
+    cluster_status_refresh_quietly(cluster=deployment.cluster)
     failed, reasons = _failures(nodes, outcomes)
     if failed:
         return deployment_finish(
@@ -193,6 +205,7 @@ def _run_unload(deployment: Deployment) -> Deployment:
         serving_state_set(cluster=deployment.cluster, model=deployment.model, versions=[])
     model = deployment.model.name
     outcomes = fan_out(nodes, lambda node: push.unload_on_node(node, model))
+    cluster_status_refresh_quietly(cluster=deployment.cluster)
     failed, reasons = _failures(nodes, outcomes)
     with transaction.atomic():
         _record_outcomes(deployment, nodes, outcomes)

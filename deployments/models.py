@@ -31,9 +31,18 @@ class TritonCluster(models.Model):
     gpu_type = models.CharField(max_length=100, blank=True)
     # Releases on this cluster need a passing benchmark of the candidate (issue: evidence).
     require_benchmark = models.BooleanField(default=False)
+    # Releases on this cluster need the model to have an SLA (what the gates judge against).
+    require_sla = models.BooleanField(default=False)
     node_hourly_cost = models.DecimalField(
         max_digits=10, decimal_places=4, default=0, validators=[MinValueValidator(0)]
     )
+    # The key Triton's restricted APIs (repository, shared memory, trace, logging) ask for,
+    # held by the control plane only: encrypted here, or a reference to where it lives
+    # ("env:NAME", "file:/path"). Never logged, never shown back (deployments/node_keys.py).
+    api_key_ciphertext = models.TextField(blank=True, default="")
+    api_key_ref = models.CharField(max_length=300, blank=True, default="")
+    # Backends allowed here beyond SWITCHYARD_ALLOWED_BACKENDS (an operator's audited choice).
+    custom_backends = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -42,12 +51,33 @@ class TritonCluster(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def has_api_key(self) -> bool:
+        """Whether the cluster holds a node key of its own (the default may still apply)."""
+        return bool(self.api_key_ciphertext or self.api_key_ref)
+
+    @property
+    def key_kind(self) -> str:
+        """How its key is held: 'stored' (encrypted here), 'env', 'file', '' (none)."""
+        if self.api_key_ciphertext:
+            return "stored"
+        return self.api_key_ref.partition(":")[0] if self.api_key_ref else ""
+
+    @property
+    def warnings(self) -> list[str]:
+        return [warning for node in self.nodes.all() for warning in node.warnings]
+
 
 class TritonNode(models.Model):
     class Health(models.TextChoices):
         UNKNOWN = "unknown", "Unknown"
         UP = "up", "Up"
         DOWN = "down", "Down"
+
+    class ControlAccess(models.TextChoices):
+        UNKNOWN = "unknown", "Not known yet"
+        RESTRICTED = "restricted", "Refuses model control without the key"
+        OPEN = "open", "Answers model control without any key"
 
     cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="nodes")
     name = models.CharField(max_length=100)
@@ -60,6 +90,12 @@ class TritonNode(models.Model):
     server_version = models.CharField(max_length=50, blank=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # Whether the node lists its repository to a caller without any key (asked at
+    # registration and on every reconcile pass): an open node lets anyone who reaches its
+    # port load and unload models (deployments/node_keys.py, docs/operations.md).
+    control_access = models.CharField(
+        max_length=12, choices=ControlAccess.choices, default=ControlAccess.UNKNOWN
+    )
     # Cost (docs/COSTS.md): the node's own hourly price, else gpu_hourly_cost x gpu_count,
     # else the cluster's node_hourly_cost. execution_slots: how many inferences run at once
     # (default: gpu_count on GPU nodes, else 1); capacity = wall time x slots.
@@ -85,6 +121,17 @@ class TritonNode(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.name}"
+
+    @property
+    def warnings(self) -> list[str]:
+        if self.control_access != self.ControlAccess.OPEN:
+            return []
+        return [
+            f"Node {self.name} answers model control without a key: anyone who reaches "
+            f"{self.http_url} can load and unload models and read its repository. Start it "
+            "with --http-restricted-api and --grpc-restricted-protocol and give the cluster "
+            "its key (docs/operations.md, Node keys)."
+        ]
 
 
 class ServingState(models.Model):
@@ -161,6 +208,8 @@ class Deployment(models.Model):
     unqueued_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        # Lists are newest first, a page at a time: the index walks them (no sort of the table).
+        indexes = [models.Index(fields=["-created_at", "-id"], name="deployment_newest_first")]
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
@@ -227,3 +276,41 @@ class DriftEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.model_name} on {self.node_name}"
+
+
+class PriceChange(models.Model):
+    """A node's or a cluster's price from `effective_at` (the moment it was set) on, until
+    the next change; costing charges each minute the price in effect when it ends, so a
+    change never re-prices a minute that was already complete (docs/COSTS.md).
+
+    Rows of a node (`node_name` set) hold its four price fields, a cluster's row
+    (`node_name` '') its `node_hourly_cost`. The node is named, not linked: a removed node
+    keeps the prices its minutes were charged at. Written only by deployments/prices.py.
+    """
+
+    cluster = models.ForeignKey(
+        TritonCluster, on_delete=models.CASCADE, related_name="price_changes"
+    )
+    node_name = models.CharField(max_length=100, blank=True)
+    effective_at = models.DateTimeField()
+    hourly_cost = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    gpu_hourly_cost = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    gpu_count = models.PositiveIntegerField(null=True, blank=True)
+    execution_slots = models.PositiveIntegerField(null=True, blank=True)
+    node_hourly_cost = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    # The values this change replaced ({} for the first price of a node or cluster).
+    before = models.JSONField(default=dict, blank=True)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_by_username = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["effective_at", "id"]
+        indexes = [
+            models.Index(fields=["cluster", "node_name", "effective_at"], name="price_in_effect")
+        ]
+
+    def __str__(self) -> str:
+        where = f"{self.cluster.name}/{self.node_name}" if self.node_name else self.cluster.name
+        return f"{where} price from {self.effective_at:%Y-%m-%d %H:%M:%S}"

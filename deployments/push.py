@@ -10,22 +10,21 @@ leaves the previous copy serving.
 """
 
 import hashlib
-import os
 import posixpath
-import shutil
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from django.conf import settings
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
+from deployments import own_traffic
 from deployments.memory_watch import memory_watched
-from deployments.validation import node_urls_check, repository_dir, tensor_limits
-from integrations.paths import PathError
+from deployments.node_keys import NodeKeyUnavailable, cluster_node_key
+from deployments.validation import node_urls_check, repository_open, tensor_limits
+from integrations.paths import PathError, SafeDir, is_plain_name
 from integrations.triton.client import TritonClient
 from integrations.triton.errors import PermanentTritonError, TritonError
 from integrations.triton.inputs import generate_inputs
@@ -161,50 +160,58 @@ def build_plan(
 def materialize(repository: str, versions: Sequence[ModelVersion], plan: LoadPlan) -> None:
     """Filesystem mode: write each version folder atomically (temp folder, then rename).
 
-    The repository is checked under SWITCHYARD_REPOSITORY_ROOTS first (RepositoryRefused).
+    The repository is checked under SWITCHYARD_REPOSITORY_ROOTS and every folder below it is
+    opened by descriptor without following a symbolic link, so a link planted there (by
+    model code on a node sharing the folder) cannot lead a write or a removal outside it:
+    the push fails with RepositoryRefused naming the path, before anything is written there.
     """
+    if not is_plain_name(plan.model):
+        raise RepositoryRefused(f"model name {plan.model!r} is not a plain folder name")
     try:
-        root = repository_dir(repository)
+        with repository_open(repository) as root, root.child(plan.model) as model_dir:
+            for version in versions:
+                _write_version(model_dir, version)
+            for relpath, data in plan.warmup_files.items():
+                _write_if_changed(model_dir, relpath, data)
+            config = model_config_pb2.ModelConfig()
+            json_format.Parse(plan.config_json, config)
+            text = text_format.MessageToString(config).encode()
+            tmp_config = f".config-{uuid.uuid4().hex[:8]}"
+            model_dir.write(tmp_config, text)
+            model_dir.replace(tmp_config, "config.pbtxt")
     except PathError as exc:
         raise RepositoryRefused(f"repository_path: {exc}") from None
-    model_dir = root / plan.model
-    if model_dir.parent != root:
-        raise RepositoryRefused(f"model name {plan.model!r} is not a plain folder name")
-    model_dir.mkdir(parents=True, exist_ok=True)
-    for version in versions:
-        target = model_dir / str(version.version)
-        marker = target / ".switchyard-digest"
-        if marker.exists() and marker.read_text() == version.digest:
-            continue
-        tmp = model_dir / f".tmp-{version.version}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        for entry in version.files():
-            path = tmp / entry["path"]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(_verified_bytes(entry))
-        for folder in _bytecode_folders([e["path"] for e in version.files()]):
-            (tmp / folder / "__pycache__").touch()
-        (tmp / ".switchyard-digest").write_text(version.digest)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    for relpath, data in plan.warmup_files.items():
-        _write_if_changed(model_dir / relpath, data)
-    config = model_config_pb2.ModelConfig()
-    json_format.Parse(plan.config_json, config)
-    tmp_config = model_dir / f".config-{uuid.uuid4().hex[:8]}"
-    tmp_config.write_text(text_format.MessageToString(config))
-    os.replace(tmp_config, model_dir / "config.pbtxt")
 
 
-def _write_if_changed(path: Path, data: bytes) -> None:
-    """Replace `path` atomically with `data`, leaving it (and its mtime) alone when equal."""
-    if path.is_file() and path.read_bytes() == data:
+def _write_version(model_dir: SafeDir, version: ModelVersion) -> None:
+    """The version's folder, written in a temp folder and renamed over the old one; left
+    alone when its digest marker already matches."""
+    name = str(version.version)
+    if model_dir.read(f"{name}/.switchyard-digest") == version.digest.encode():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex[:8]}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    tmp = f".tmp-{name}-{uuid.uuid4().hex[:8]}"
+    with model_dir.child(tmp) as folder:
+        for entry in version.files():
+            folder.write(entry["path"], _verified_bytes(entry))
+        for place in _bytecode_folders([e["path"] for e in version.files()]):
+            folder.write(posixpath.join(place, "__pycache__"), b"")
+        folder.write(".switchyard-digest", version.digest.encode())
+    model_dir.remove_tree(name)
+    model_dir.replace(tmp, name)
+
+
+def _write_if_changed(folder: SafeDir, relpath: str, data: bytes) -> None:
+    """Replace `relpath` atomically with `data`, leaving it (and its mtime) alone when equal."""
+    if folder.read(relpath) == data:
+        return
+    *parents, name = relpath.split("/")
+    tmp = "/".join([*parents, f".tmp-{name}-{uuid.uuid4().hex[:8]}"])
+    folder.write(tmp, data)
+    if not parents:
+        return folder.replace(tmp.split("/")[-1], name)
+    with folder.child("/".join(parents)) as parent:
+        parent.replace(tmp.split("/")[-1], name)
+    return None
 
 
 def _bytecode_folders(paths: Sequence[str]) -> set[str]:
@@ -223,20 +230,28 @@ def _bytecode_folders(paths: Sequence[str]) -> set[str]:
 
 
 def client_for(node) -> TritonClient:
-    """A client of the node; PermanentTritonError (nothing contacted) when a stored address
-    is unusable or outside SWITCHYARD_ALLOWED_TARGET_NETWORKS."""
+    """A client of the node that sends its cluster's node key on restricted calls (the one
+    way to build one); PermanentTritonError (nothing contacted) when a stored address is
+    unusable or outside SWITCHYARD_ALLOWED_TARGET_NETWORKS, or the key cannot be read."""
     errors = node_urls_check(http=node.http_url, grpc=node.grpc_url, metrics=node.metrics_url)
     if errors:
         field, message = next(iter(errors.items()))
         raise PermanentTritonError(
             f"Node {node.name}: {field}: {message}", node=str(node.http_url), operation="connect"
         )
+    try:
+        key = cluster_node_key(node.cluster)
+    except NodeKeyUnavailable as exc:
+        raise PermanentTritonError(
+            f"Node {node.name}: {exc}", node=str(node.http_url), operation="connect"
+        ) from None
     return TritonClient(
         node.http_url,
         node.grpc_url or None,
         timeout_s=settings.SWITCHYARD_TRITON_TIMEOUT_S,
         load_timeout_s=settings.SWITCHYARD_TRITON_LOAD_TIMEOUT_S,
         metrics_url=node.metrics_url or None,
+        node_key=key,
     )
 
 
@@ -244,6 +259,35 @@ def warmup_inputs(config_dict: dict) -> dict:
     """The warm-up request (the push's own and the native warm-up's sample): the smallest
     valid request the config allows, batch 1, every variable dim 1."""
     return generate_inputs(config_dict, batch_size=1, variable_dim=1, limits=tensor_limits())
+
+
+def _ready_successes(client: TritonClient, model: str) -> dict[str, int]:
+    """Successful requests of each loaded version of `model` so far ({} when none)."""
+    try:
+        rows = client.statistics(model)
+    except TritonError:  # not loaded
+        return {}
+    return {
+        str(row["version"]): int(row.get("inference_stats", {}).get("success", {}).get("count", 0))
+        for row in rows
+    }
+
+
+def _count_native_warmups(node, client: TritonClient, model: str, before: dict) -> None:
+    """Triton runs the native warm-up inside the load (one request per instance) and its
+    counters count it: a version this load brought up holds only those at READY, counted as
+    the control plane's own warm-ups (deployments/own_traffic.py)."""
+    for version, n in _ready_successes(client, model).items():
+        if version not in before and n > 0:
+            own_traffic.own_request_count(
+                cluster=node.cluster.name,
+                node=node.name,
+                model=model,
+                version=version,
+                origin=own_traffic.WARMUP,
+                is_ok=True,
+                n=n,
+            )
 
 
 @memory_watched("load")
@@ -254,6 +298,7 @@ def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutc
     """
     try:
         with client_for(node) as client:
+            before = _ready_successes(client, plan.model) if plan.warmup_files else {}
             start = time.perf_counter()
             client.load(plan.model, config_json=plan.config_json, files=plan.files)
             client.wait_ready(
@@ -263,12 +308,15 @@ def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutc
                 via_grpc=True,
             )
             load_ms = (time.perf_counter() - start) * 1000
+            if plan.warmup_files:
+                _count_native_warmups(node, client, plan.model, before)
             if warm_version is None:
                 return NodeOutcome(True, load_ms)
             start = time.perf_counter()
-            result = client.infer(
-                plan.model, warmup_inputs(plan.config_dict), version=warm_version, via_grpc=True
-            )
+            with own_traffic.counted(node, plan.model, warm_version, own_traffic.WARMUP):
+                result = client.infer(
+                    plan.model, warmup_inputs(plan.config_dict), version=warm_version, via_grpc=True
+                )
             warmup_ms = (time.perf_counter() - start) * 1000
             shapes = {k: list(v.shape) for k, v in result.outputs.items()}
             return NodeOutcome(True, load_ms, warmup_ms, extra={"output_shapes": shapes})

@@ -3,7 +3,8 @@
 A node restarted in explicit mode comes back empty (Triton #3935): the desired versions are
 loaded again. Versions Switchyard owns that should not be there are retired. Models pushed
 by upload are not in the repository index, so what is loaded is read from /v2/models/stats.
-An unreachable node is marked down once, not logged on every tick.
+An unreachable node is marked down once, not logged on every tick. Each pass also asks
+every live node whether it answers model control without a key (`control_access`).
 """
 
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from django.utils import timezone
 
 from deployments import locks, push
 from deployments.models import Deployment, DriftEvent, ServingState, TritonCluster, TritonNode
+from deployments.selectors import node_control_access
 from deployments.serving import serving_plan
 from integrations.concurrency import fan_out
 from integrations.triton.errors import TritonError
@@ -29,6 +31,7 @@ class Desired:
 class NodeReport:
     is_live: bool
     server_version: str = ""
+    control_access: str = ""  # TritonNode.ControlAccess; "" keeps what is stored
     error: str = ""
     repairs: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, model, detail)
 
@@ -79,7 +82,11 @@ def _node_pass(cluster: TritonCluster, node, desired: list[Desired]) -> NodeRepo
         with push.client_for(node) as client:
             if not client.is_live():
                 return NodeReport(is_live=False, error="does not answer /v2/health/live")
-            report = NodeReport(is_live=True, server_version=client.server_metadata().version)
+            report = NodeReport(
+                is_live=True,
+                server_version=client.server_metadata().version,
+                control_access=node_control_access(node),
+            )
             loaded = client.loaded_models()
             for want in desired:
                 done = _repair(client, cluster, node, want, loaded.get(want.model, set()))
@@ -118,7 +125,16 @@ def _record(cluster: TritonCluster, node: TritonNode, report: NodeReport) -> lis
                 )
             node.health, node.last_error = TritonNode.Health.UP, ""
             node.server_version, node.last_seen_at = report.server_version, timezone.now()
-        node.save(update_fields=["health", "last_error", "server_version", "last_seen_at"])
+            node.control_access = report.control_access or node.control_access
+        node.save(
+            update_fields=[
+                "health",
+                "last_error",
+                "server_version",
+                "last_seen_at",
+                "control_access",
+            ]
+        )
         events += [
             DriftEvent(
                 cluster=cluster,

@@ -1,6 +1,7 @@
 """Reads of clusters, nodes, serving state and deployments (live reads from Triton included,
 with short timeouts: they are cheap and the web process may make them)."""
 
+from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 
 from accounts.pagination import filtered
@@ -16,6 +17,7 @@ from deployments.models import (
 )
 from integrations.concurrency import fan_out
 from integrations.triton.errors import TritonError
+from integrations.triton.restricted import answers_without_key
 from models_registry.models import Model
 
 
@@ -39,6 +41,21 @@ def desired_state(*, cluster: TritonCluster) -> dict[str, list[int]]:
     return {s.model.name: s.version_numbers() for s in states}
 
 
+def desired_states(*, clusters: list[TritonCluster]) -> dict[int, dict[str, list[int]]]:
+    """desired_state of every cluster given, by cluster id, in three queries for all."""
+    states = (
+        ServingState.objects.filter(cluster__in=clusters)
+        .select_related("model")
+        .prefetch_related(
+            Prefetch("serving_versions", ServingVersion.objects.select_related("version"))
+        )
+    )
+    out: dict[int, dict[str, list[int]]] = {c.pk: {} for c in clusters}
+    for s in states:
+        out[s.cluster_id][s.model.name] = s.version_numbers()
+    return out
+
+
 def _node_live_status(node: TritonNode) -> dict:
     try:
         with push.client_for(node) as client:
@@ -54,11 +71,31 @@ def _node_live_status(node: TritonNode) -> dict:
         return {"reachable": False, "error": str(exc), "loaded": {}}
 
 
+def node_control_access(node: TritonNode) -> str:
+    """Whether the node answers POST /v2/repository/index without a key (TritonNode.ControlAccess):
+    `open` when it does, `restricted` when it refuses, `unknown` when it cannot tell."""
+    answered = answers_without_key(node.http_url, timeout_s=settings.SWITCHYARD_TRITON_TIMEOUT_S)
+    if answered is None:
+        return TritonNode.ControlAccess.UNKNOWN
+    return TritonNode.ControlAccess.OPEN if answered else TritonNode.ControlAccess.RESTRICTED
+
+
+def nodes_live_status(nodes: list[TritonNode]) -> dict[int, dict]:
+    """What each node answers now, by node id (every node asked at once, short timeouts)."""
+    return fan_out(nodes, _node_live_status)
+
+
 def cluster_status(*, cluster: TritonCluster) -> dict:
-    """Per node: health, server version, what is loaded, and drift from the desired state."""
-    desired = desired_state(cluster=cluster)
+    """Per node: health, server version, what is loaded, and drift from the desired state,
+    asked of every node now (the cluster page reads deployments/node_status.py instead)."""
     nodes = list(cluster.nodes.all())
-    live = fan_out(nodes, _node_live_status)
+    return status_of(cluster, nodes, nodes_live_status(nodes))
+
+
+def status_of(cluster: TritonCluster, nodes: list[TritonNode], live: dict[int, dict]) -> dict:
+    """cluster_status from what each node answered (`live`, by node id): drift against the
+    desired state as it is now."""
+    desired = desired_state(cluster=cluster)
     out = []
     for node in nodes:
         status = live[node.pk]
@@ -69,12 +106,13 @@ def cluster_status(*, cluster: TritonCluster) -> dict:
                 have = loaded.get(model, [])
                 if sorted(have) != versions:
                     drift[model] = {"desired": versions, "loaded": have}
+        health = status.get("health") or ("up" if status["reachable"] else "down")
         out.append(
             {
                 "name": node.name,
                 "http_url": node.http_url,
                 **status,
-                "health": "up" if status["reachable"] else "down",
+                "health": health,
                 "drift": drift,
             }
         )

@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from accounts.errors import ApplicationError
 from audit.services import audit_record
-from deployments import leases
+from deployments import leases, node_keys
+from deployments.backends import backend_refusal
 from deployments.models import (
     Deployment,
     DeploymentNode,
@@ -21,6 +22,8 @@ from deployments.models import (
     TritonCluster,
     TritonNode,
 )
+from deployments.prices import CLUSTER_PRICE_FIELDS, price_change, price_history_start
+from deployments.selectors import node_control_access
 from deployments.validation import (
     cluster_metrics,
     cluster_router,
@@ -30,6 +33,8 @@ from deployments.validation import (
 from integrations.metrics_source import MetricsSettingsError
 from integrations.paths import PathError
 from integrations.routers.settings import RouterSettingsError
+from integrations.secrets import SecretError
+from integrations.triton.restricted import NodeKeyError
 from models_registry.models import Model, ModelVersion
 from models_registry.services import PRODUCTION_ALIAS, RegistryError, alias_set
 
@@ -51,6 +56,7 @@ def _save_new(obj, *, what: str, actor, action: str, details: dict | None = None
         with transaction.atomic():
             obj.save()
             audit_record(actor=actor, action=action, obj=obj, details=details or {})
+            price_history_start(obj=obj, actor=actor)
     except IntegrityError as exc:
         if "node_url_unique_in_cluster" in str(exc):
             raise DeploymentError(
@@ -60,23 +66,60 @@ def _save_new(obj, *, what: str, actor, action: str, details: dict | None = None
     return obj
 
 
+def _key_columns(fields: dict) -> dict[str, str] | None:
+    """Take `api_key` / `api_key_ref` out of `fields`: the columns that hold them (None when
+    neither was given). DeploymentError names the refused field, never the value."""
+    if "api_key" not in fields and "api_key_ref" not in fields:
+        return None
+    api_key, api_key_ref = fields.pop("api_key", None), fields.pop("api_key_ref", None)
+    try:
+        return node_keys.stored_fields(api_key=api_key, api_key_ref=api_key_ref)
+    except NodeKeyError as exc:
+        raise DeploymentError(str(exc), field="api_key" if api_key else "api_key_ref") from None
+    except SecretError as exc:
+        raise DeploymentError(str(exc), field="api_key_ref") from None
+
+
+def _key_change(before: TritonCluster, after: TritonCluster) -> dict:
+    """What an audit row says of a key change: set, changed or cleared, and how it is held."""
+    had = bool(before.api_key_ciphertext or before.api_key_ref)
+    has = bool(after.api_key_ciphertext or after.api_key_ref)
+    change = ("changed" if had else "set") if has else "cleared"
+    return {"api_key": change, "api_key_kind": after.key_kind}
+
+
 def cluster_create(*, actor, **fields) -> TritonCluster:
-    """Register a Triton cluster; its settings checked (DeploymentError naming the field)."""
-    cluster = TritonCluster(**fields)
+    """Register a Triton cluster; its settings checked (DeploymentError naming the field).
+
+    `api_key` (stored encrypted) or `api_key_ref` is its nodes' key; the audit row says a key
+    was set and how it is held, never its value.
+    """
+    columns = _key_columns(fields)
+    cluster = TritonCluster(**fields, **(columns or {}))
     cluster_settings_check(cluster)
+    details = _key_change(TritonCluster(), cluster) if columns and cluster.has_api_key else {}
     return _save_new(
-        cluster, what=f"A cluster named '{cluster.name}'", actor=actor, action="cluster.created"
+        cluster,
+        what=f"A cluster named '{cluster.name}'",
+        actor=actor,
+        action="cluster.created",
+        details={
+            **details,
+            **({"custom_backends": cluster.custom_backends} if cluster.custom_backends else {}),
+        },
     )
 
 
 def cluster_update(*, cluster: TritonCluster, actor, **fields) -> TritonCluster:
-    """Change a cluster's settings (router, metrics, cost, ...); audited with before/after.
+    """Change a cluster's settings (router, metrics, cost, node key ...); audited with
+    before/after (a key change as set/changed/cleared, never its value).
 
     The cluster as it would be is checked first: refused with DeploymentError (nothing
     stored, `cluster` unchanged) when a setting is unusable.
     """
+    columns = _key_columns(fields)
     changed = copy.copy(cluster)
-    for key, value in fields.items():
+    for key, value in {**fields, **(columns or {})}.items():
         setattr(changed, key, value)
     cluster_settings_check(changed)
     try:
@@ -84,15 +127,33 @@ def cluster_update(*, cluster: TritonCluster, actor, **fields) -> TritonCluster:
     except ValidationError as exc:
         field, messages = next(iter(exc.message_dict.items()))
         raise DeploymentError(messages[0], field=None if field == "__all__" else field) from None
+    prices = {k: fields.pop(k) for k in CLUSTER_PRICE_FIELDS if k in fields}
     before = {k: getattr(cluster, k) for k in fields}
+    details = {"before": _plain(before), "after": _plain(fields)}
+    if columns is not None:
+        details.update(_key_change(cluster, changed))
     with transaction.atomic():
-        changed.save()
-        audit_record(
-            actor=actor,
-            action="cluster.updated",
-            obj=changed,
-            details={"before": _plain(before), "after": _plain(fields)},
-        )
+        # The price is the price history's to change (deployments/prices.py).
+        for key in prices:
+            setattr(changed, key, getattr(cluster, key))
+        if fields or columns is not None or not prices:
+            changed.save()
+            audit_record(
+                actor=actor,
+                action="cluster.updated",
+                obj=changed,
+                details=details,
+            )
+        if prices:
+            price_change(obj=changed, actor=actor, **prices)
+        if "custom_backends" in fields and fields["custom_backends"] != before["custom_backends"]:
+            # Each backend is native code the cluster's nodes will load: its own audit row.
+            audit_record(
+                actor=actor,
+                action="cluster.backends_changed",
+                obj=changed,
+                details={"before": before["custom_backends"], "after": fields["custom_backends"]},
+            )
     return changed
 
 
@@ -132,7 +193,8 @@ def _plain(values: dict) -> dict:
 
 
 def node_create(*, cluster: TritonCluster, actor, **fields) -> TritonNode:
-    """Add a node to a cluster; audited. Health is learned by reconcile.
+    """Add a node to a cluster; audited. Health is learned by reconcile; whether the node
+    answers model control without a key is asked now (`control_access`, its `warnings`).
 
     Its addresses must be usable by every consumer and inside the allowed networks, and its
     HTTP URL unique in the cluster (DeploymentError naming the field otherwise).
@@ -151,11 +213,14 @@ def node_create(*, cluster: TritonCluster, actor, **fields) -> TritonNode:
         raise DeploymentError(
             f"Node {node.http_url} is already in {cluster.name}.", field="http_url"
         )
+    # Asked before anything is written (a request's own transaction holds no lock yet).
+    node.control_access = node_control_access(node)
     return _save_new(
         node,
         what=f"A node named '{node.name}' in {cluster.name}",
         actor=actor,
         action="node.created",
+        details={"control_access": node.control_access},
     )
 
 
@@ -251,6 +316,8 @@ def deployment_create(
     nodes = list(cluster.nodes.all())
     if not nodes:
         raise DeploymentError(f"Cluster {cluster.name} has no nodes.", field="cluster")
+    if version is not None and (reason := backend_refusal(cluster, [version])):
+        raise DeploymentError(reason + ".", field="version")
     with transaction.atomic():
         TritonCluster.objects.select_for_update().get(pk=cluster.pk)
         refuse_if_busy(cluster, model)

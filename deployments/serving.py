@@ -11,6 +11,7 @@ outcomes, before or after, as their story needs.
 from collections.abc import Callable, Sequence
 
 from deployments import push
+from deployments.backends import refuse_unless_allowed
 from deployments.models import TritonCluster
 from integrations.concurrency import fan_out
 from models_registry.models import ModelVersion
@@ -30,10 +31,12 @@ def serving_plan(
     cluster: TritonCluster, versions: Sequence[ModelVersion], *, blobs: dict | None = None
 ) -> push.LoadPlan:
     """The load of exactly `versions` on this cluster (push.CorruptArtifact when a stored file
-    fails its hash, RepositoryRefused when the repository folder is not allowed).
+    fails its hash, RepositoryRefused when the repository folder is not allowed, BackendRefused
+    when the cluster does not allow a version's backend).
 
     `blobs` (sha256 -> verified bytes) may be shared by the plans of one push (upload mode).
     """
+    refuse_unless_allowed(cluster, versions)
     upload = cluster.push_mode == TritonCluster.PushMode.UPLOAD
     plan = push.build_plan(versions, upload=upload, blobs=blobs if upload else None)
     if not upload:

@@ -1,43 +1,97 @@
 """Smoke validation: load a new version on one node under a temporary name, infer once with
-generated inputs, record latency and output shapes in its validation report, unload."""
+generated inputs, record latency and output shapes in its validation report, unload.
 
+A version's code is untrusted until it passed (docs/SECURITY.md): the smoke node is a node
+(not marked down) of a staging cluster, or of SWITCHYARD_SMOKE_CLUSTER, that serves no
+model at all and allows the version's backend, so a version that crashes its node takes
+nothing else down. A node that dies during the smoke (its load runs the warm-up inference,
+then one inference) fails the smoke with that reason and raises an alert
+(deployments.signals.smoke_node_lost)."""
+
+import contextlib
 import json
+import logging
 import time
-import uuid
+from collections.abc import Iterator
 
 from django.conf import settings
 from django.db import transaction
 
-from deployments import push
+from deployments import own_traffic, push, temporary
+from deployments.backends import cluster_allows, version_backend
 from deployments.models import TritonCluster, TritonNode
+from deployments.signals import smoke_node_lost
 from deployments.validation import tensor_limits
 from integrations.triton.errors import TritonError
+from integrations.triton.exits import child_exit, child_serving
 from integrations.triton.inputs import generate_inputs
 from models_registry.models import ModelVersion
 
+log = logging.getLogger(__name__)
 
-def smoke_node() -> TritonNode | None:
-    """The node smoke tests run on: the configured cluster, else any staging cluster's."""
-    clusters = TritonCluster.objects.all()
+
+class NodeLost(Exception):
+    """The smoke node stopped answering during the smoke inference."""
+
+
+def smoke_node(version: ModelVersion | None = None) -> tuple[TritonNode | None, str]:
+    """The node smoke tests of `version` run on, or None and why there is none."""
     name = settings.SWITCHYARD_SMOKE_CLUSTER
+    clusters = TritonCluster.objects.all()
     clusters = clusters.filter(name=name) if name else clusters.filter(environment="staging")
-    return TritonNode.objects.filter(cluster__in=clusters).exclude(health="down").first()
+    where = f"cluster '{name}' (SWITCHYARD_SMOKE_CLUSTER)" if name else "staging cluster"
+    if not clusters.exists():
+        return None, f"no smoke test: there is no {where}"
+    idle = clusters.exclude(serving__serving_versions__isnull=False).distinct()
+    if not idle.exists():
+        return None, (
+            f"no smoke test: no {where} is idle (each serves models); smoke tests run only on "
+            "a cluster that serves nothing, since a version under test may crash its node"
+        )
+    if version is not None:
+        backend = version_backend(version)
+        idle = [c for c in idle if cluster_allows(c, backend)]
+        if not idle:
+            return None, f"no smoke test: no idle {where} allows backend '{backend}'"
+    # A node may be listed in two clusters: one that serves elsewhere is not idle either.
+    serving = TritonNode.objects.filter(cluster__serving__serving_versions__isnull=False)
+    nodes = TritonNode.objects.filter(cluster__in=list(idle)).exclude(health="down")
+    node = nodes.exclude(http_url__in=serving.values("http_url")).first()
+    if node is None:
+        return None, (
+            f"no smoke test: no idle {where} has a node that is not down and serves nothing "
+            "in another cluster"
+        )
+    return node, ""
+
+
+def _plan(version: ModelVersion) -> tuple[str, str, push.LoadPlan]:
+    plan = push.build_plan([version], upload=True)
+    temp_name = temporary.smoke_name(version.model.name, version.version)
+    config = json.loads(plan.config_json)
+    config["name"] = temp_name
+    return temp_name, json.dumps(config), plan
 
 
 def _run(node: TritonNode, version: ModelVersion) -> dict:
-    plan = push.build_plan([version], upload=True)
-    temp_name = f"{version.model.name}--smoke-{version.version}-{uuid.uuid4().hex[:6]}"
-    config = json.loads(plan.config_json)
-    config["name"] = temp_name
+    temp_name, config_json, plan = _plan(version)
+    pid = child_serving(node.http_url)  # before the load: a dead node listens nowhere
     with push.client_for(node) as client:
         start = time.perf_counter()
-        client.load(temp_name, config_json=json.dumps(config), files=plan.files)
+        with _watching(client, pid, "load (its warm-up inference)"):
+            client.load(temp_name, config_json=config_json, files=plan.files)
         load_ms = (time.perf_counter() - start) * 1000
         try:
             sample = generate_inputs(plan.config_dict, limits=tensor_limits())
-            result = client.infer(temp_name, sample, version=version.version)
-        finally:
+            with _watching(client, pid, "inference"):
+                with own_traffic.counted(node, temp_name, version.version, own_traffic.SMOKE):
+                    result = client.infer(temp_name, sample, version=version.version)
+        except NodeLost:
+            raise
+        except BaseException:
             client.unload(temp_name)
+            raise
+        client.unload(temp_name)
     return {
         "passed": True,
         "node": str(node),
@@ -48,16 +102,42 @@ def _run(node: TritonNode, version: ModelVersion) -> dict:
     }
 
 
+@contextlib.contextmanager
+def _watching(client, pid: int | None, stage: str) -> Iterator[None]:
+    """NodeLost instead of the TritonError when the node no longer answers after it."""
+    try:
+        yield
+    except TritonError:
+        if client.is_live():
+            raise
+        how = (child_exit(pid) if pid is not None else None) or "connection lost"
+        raise NodeLost(f"the node stopped answering during the smoke {stage} ({how})") from None
+
+
 def model_version_smoke_validate(*, version_id: int) -> dict | None:
-    """Smoke-test a version; None when no node is available. Records the outcome."""
+    """Smoke-test a version and record the outcome; without a smoke node, record why it was
+    skipped and return None. A node lost during the smoke fails it and sends smoke_node_lost."""
     version = ModelVersion.objects.select_related("model").get(pk=version_id)
-    node = smoke_node()
+    node, why = smoke_node(version)
     if node is None:
+        model_version_smoke_skip(version_id=version_id, reason=why)
         return None
     try:
         report = _run(node, version)
+    except NodeLost as exc:
+        report = {"passed": False, "node": str(node), "error": str(exc), "node_lost": True}
     except (TritonError, push.CorruptArtifact, ValueError) as exc:
         report = {"passed": False, "node": str(node), "error": str(exc)}
+    _record(version_id, report)
+    if report.get("node_lost"):
+        log.warning("smoke of %s: %s: %s", version, node, report["error"])
+        smoke_node_lost.send_robust(
+            sender=ModelVersion, node=node, version=version, reason=report["error"]
+        )
+    return report
+
+
+def _record(version_id: int, report: dict) -> None:
     with transaction.atomic():
         locked = ModelVersion.objects.select_for_update().get(pk=version_id)
         locked.validation = {**locked.validation, "smoke": report}
@@ -67,4 +147,14 @@ def model_version_smoke_validate(*, version_id: int) -> dict | None:
             else ModelVersion.Status.SMOKE_FAILED
         )
         locked.save(update_fields=["validation", "status"])
-    return report
+
+
+def model_version_smoke_skip(*, version_id: int, reason: str) -> None:
+    """Record in the version's validation report that its smoke test was skipped, and why;
+    its status stays as it is (no test ran)."""
+    with transaction.atomic():
+        locked = ModelVersion.objects.select_for_update().filter(pk=version_id).first()
+        if locked is None or locked.validation.get("smoke", {}).get("passed") is not None:
+            return
+        locked.validation = {**locked.validation, "smoke": {"skipped": True, "reason": reason}}
+        locked.save(update_fields=["validation"])

@@ -4,8 +4,10 @@ import logging
 
 from celery import shared_task
 
+from deployments.discovery import nodes_discover_all
 from deployments.executor import deployment_run
 from deployments.models import Deployment, TritonCluster
+from deployments.node_status import cluster_status_refresh as node_status_refresh
 from deployments.reconcile import cluster_reconcile
 from deployments.smoke import model_version_smoke_validate
 from deployments.sweep import deployments_lost_sweep, deployments_unqueued_sweep
@@ -45,6 +47,55 @@ def reconcile_all() -> int:
         except Exception:
             log.exception("reconcile of cluster %s failed", cluster.name)
     return recorded
+
+
+@shared_task(
+    name="deployments.cluster_status_refresh_all",
+    soft_time_limit=30,
+    time_limit=45,
+    ignore_result=True,
+    expires=30,
+)
+def cluster_status_refresh_all() -> int:
+    """Read every node of every cluster for the cluster page; returns how many clusters. A
+    cluster whose reading fails is logged and the others still read."""
+    done = 0
+    for cluster in TritonCluster.objects.prefetch_related("nodes"):
+        try:
+            node_status_refresh(cluster=cluster)
+            done += 1
+        except Exception:
+            log.exception("reading the node status of cluster %s failed", cluster.name)
+    return done
+
+
+@shared_task(
+    name="deployments.cluster_status_refresh",
+    soft_time_limit=30,
+    time_limit=45,
+    ignore_result=True,
+    expires=30,
+)
+def cluster_status_refresh(cluster_id: int) -> bool:
+    """Read every node of one cluster for the cluster page (a page found no recent reading);
+    False when the cluster is gone."""
+    cluster = TritonCluster.objects.prefetch_related("nodes").filter(pk=cluster_id).first()
+    if cluster is None:
+        return False
+    node_status_refresh(cluster=cluster)
+    return True
+
+
+@shared_task(
+    name="deployments.discover_nodes", soft_time_limit=60, time_limit=90, ignore_result=True
+)
+def discover_nodes() -> dict[str, dict[str, list[str]]]:
+    """One node discovery pass (SWITCHYARD_NODE_DISCOVERY); safe to run twice: a second
+    pass finds nothing to change."""
+    return {
+        name: {"added": done.added, "drained": done.drained}
+        for name, done in nodes_discover_all().items()
+    }
 
 
 @shared_task(name="deployments.sweep_lost", soft_time_limit=60, time_limit=90, ignore_result=True)

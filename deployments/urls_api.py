@@ -11,6 +11,7 @@ urlpatterns = [
         apis.NodeDetailApi.as_view(),
         name="api-cluster-node",
     ),
+    path("clusters/<str:name>/prices/", apis.PriceHistoryApi.as_view(), name="api-cluster-prices"),
     path("clusters/<str:name>/status/", apis.ClusterStatusApi.as_view(), name="api-cluster-status"),
     path(
         "clusters/<str:name>/models/<str:model>/unload/",

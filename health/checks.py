@@ -1,5 +1,6 @@
-"""Findings from rows other apps already keep: nodes reconcile marked down, drift that
-reconcile failed to repair pass after pass, releases that rolled back."""
+"""Findings from rows other apps already keep: nodes reconcile marked down or found open to
+model control without a key, drift that reconcile failed to repair pass after pass, releases
+that rolled back."""
 
 from datetime import timedelta
 
@@ -26,6 +27,21 @@ def node_down_findings(cluster: TritonCluster) -> list[Finding]:
             details={"last_seen_at": node.last_seen_at.isoformat() if node.last_seen_at else None},
         )
         for node in cluster.nodes.filter(health=TritonNode.Health.DOWN)
+    ]
+
+
+def node_open_findings(cluster: TritonCluster) -> list[Finding]:
+    """Nodes reconcile found answering model control without any key (`control_access`)."""
+    return [
+        Finding(
+            kind="node_open",
+            severity="warning",
+            summary=node.warnings[0],
+            cluster=cluster,
+            node=node.name,
+            details={"http_url": node.http_url},
+        )
+        for node in cluster.nodes.filter(control_access=TritonNode.ControlAccess.OPEN)
     ]
 
 

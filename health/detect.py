@@ -67,7 +67,7 @@ def queue_over_sla(
         return None
     if w is None or w.triton_success < max(1, min_requests):
         return key
-    queue_ms = w.queue_us / w.triton_success / 1000.0
+    queue_ms = w.queue_us / (w.triton_success + w.own_success) / 1000.0  # every request's
     if queue_ms <= float(limit):
         return None
     return Finding(

@@ -19,10 +19,12 @@ class Alert(models.Model):
         SILENT_FAILURE = "silent_failure", "Silent failure"
         PROBE_FAILED_WHILE_READY = "probe_failed_while_ready", "Probe failed while READY"
         NODE_DOWN = "node_down", "Node down"
+        NODE_OPEN = "node_open", "Node open to model control without a key"
         LEAK_SUSPECTED = "leak_suspected", "Memory leak suspected"
         DRIFT_NOT_HEALED = "drift_not_healed", "Drift not healed"
         QUEUE_TIME_OVER_SLA = "queue_time_over_sla", "Queue time over the SLA"
         RELEASE_ROLLED_BACK = "release_rolled_back", "Release rolled back"
+        SMOKE_NODE_LOST = "smoke_node_lost", "Node lost during a smoke test"
 
     class Severity(models.TextChoices):
         INFO = "info", "Info"

@@ -7,10 +7,11 @@ every request with an error. Reads only; never raises; no database writes.
 import time
 from dataclasses import dataclass, field
 
+import redis
 from google.protobuf import json_format
 from tritonclient.grpc import model_config_pb2
 
-from deployments import push
+from deployments import own_traffic, push
 from integrations.triton.errors import TritonError
 from integrations.triton.memory import metrics_text
 
@@ -41,6 +42,7 @@ class NodeProbes:
     results: dict[tuple[str, int], ProbeResult] = field(default_factory=dict)
     metrics: str | None = None
     requests: int = 0  # requests this pass sent to the node
+    own: dict | None = None  # the node's own-traffic counters, read with its metrics
 
 
 def probe_inputs(target: Target) -> dict:
@@ -54,7 +56,7 @@ def probe_inputs(target: Target) -> dict:
     return _INPUTS[key]
 
 
-def _probe_one(client, target: Target) -> tuple[ProbeResult, int]:
+def _probe_one(client, node, target: Target) -> tuple[ProbeResult, int]:
     if not client.model_ready(target.model, target.version):
         return ProbeResult(ready=False), 1
     try:
@@ -63,7 +65,8 @@ def _probe_one(client, target: Target) -> tuple[ProbeResult, int]:
         return ProbeResult(ready=True, ok=True, error=f"not probed: {exc}"), 1
     started = time.perf_counter()
     try:
-        client.infer(target.model, sample, version=target.version)
+        with own_traffic.counted(node, target.model, target.version, own_traffic.PROBE):
+            client.infer(target.model, sample, version=target.version)
     except TritonError as exc:
         return ProbeResult(ready=True, ok=False, error=str(exc)), 2
     return ProbeResult(True, True, latency_ms=(time.perf_counter() - started) * 1000.0), 2
@@ -75,12 +78,23 @@ def node_probes(node, targets: list[Target], timeout_s: float) -> NodeProbes:
     try:
         with push.client_for(node) as client:
             for target in targets:
-                result, sent = _probe_one(client, target)
+                result, sent = _probe_one(client, node, target)
                 out.results[(target.model, target.version)] = result
                 out.requests += sent
     except TritonError as exc:
         return NodeProbes(live=False, error=str(exc), requests=out.requests)
     if node.metrics_url:
+        # Own counters first: every own request in them is in the metrics read after.
+        out.own = _own_counts(node)
         out.metrics = metrics_text(node.metrics_url, timeout_s)
         out.requests += 1
     return out
+
+
+def _own_counts(node) -> dict | None:
+    """The node's own-traffic counters (this pass's probes are in them), None without Redis."""
+    key = (node.cluster.name, node.name)
+    try:
+        return own_traffic.own_counts_read([key])[key]
+    except redis.RedisError:
+        return None

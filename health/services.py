@@ -98,6 +98,22 @@ def alert_fire(*, finding: Finding) -> tuple[Alert, bool]:
         return Alert.objects.get(key=finding.key, state__in=OPEN), False
 
 
+def smoke_node_lost_alert(*, node, version, reason: str, **kwargs) -> Alert:
+    """Fire a critical alert for a node that died during a version's smoke test."""
+    finding = Finding(
+        kind=Alert.Kind.SMOKE_NODE_LOST,
+        severity=Alert.Severity.CRITICAL,
+        summary=f"{node} died during the smoke test of {version.model.name} "
+        f"v{version.version}: {reason}",
+        cluster=node.cluster,
+        node=node.name,
+        model=version.model.name,
+        version=version.version,
+        details={"reason": reason},
+    )
+    return alert_fire(finding=finding)[0]
+
+
 def alert_resolve(*, alert_id: int, reason: str = "") -> Alert | None:
     """Resolve an open alert (audited "alert.resolved"); None when it was already resolved."""
     with transaction.atomic():

@@ -4,7 +4,10 @@ says clients got, and what Triton's counters say, on one cluster.
 Both are kept in this process between passes. The router's log is tailed (each line read
 once; a process that has not read it yet starts at most `_FIRST_READ_BYTES` from its end,
 which covers any window worth judging); Triton's counters keep one reading per node and
-pass, and a window's deltas follow the one restart rule (`counter_deltas`).
+pass, and a window's deltas follow the one restart rule (`counter_deltas`). The control
+plane's own requests (this pass's probes among them) are read just before each node's metrics and
+taken off Triton's success and failure counts (telemetry/own_split.py), so the window holds
+what clients sent; queue times cover every request, so their average divides by both.
 
 Requests the router did not route (no release active for the model) carry no version in
 the log when the client asked for the unversioned URL: Triton answers those with its
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from integrations.routers.access_log import AccessLogTail, parse_line
 from integrations.triton.metrics import counter_deltas, parse_metrics
+from telemetry.own_split import own_deltas
 
 _FIRST_READ_BYTES = 8 * 1024 * 1024
 _INFER = re.compile(r"^/v2/models/([^/]+)(?:/versions/(\d+))?/infer$")
@@ -36,6 +40,7 @@ class Window:
     triton_failure: float = 0.0
     queue_us: float = 0.0
     triton_seen: bool = False
+    own_success: float = 0.0  # the control plane's own successes, apart from Triton's above
 
     @property
     def triton_requests(self) -> int:
@@ -60,7 +65,8 @@ class RouterWindow:
             lines, self._skip_partial = lines[1:], False  # the first may start mid-line
         for line in lines:
             entry = parse_line(line)
-            if entry is None or entry.ts < now - window_s:
+            # A refused request (a GET of an infer path, say) never reached Triton.
+            if entry is None or entry.refused or entry.ts < now - window_s:
                 continue
             match = _INFER.match(entry.uri.split("?", 1)[0])
             if match is None:
@@ -84,12 +90,12 @@ class RouterWindow:
 
 @dataclass
 class CounterHistory:
-    """One node's readings, oldest first: (time, {(model, version): counters})."""
+    """One node's readings, oldest first: (time, {(model, version): counters}, own counts)."""
 
     readings: deque = field(default_factory=deque)
 
-    def add(self, now: float, text: str, window_s: float) -> None:
-        self.readings.append((now, _series(text)))
+    def add(self, now: float, text: str, window_s: float, own: dict | None = None) -> None:
+        self.readings.append((now, _series(text), own))
         while len(self.readings) > 2 and self.readings[1][0] <= now - window_s:
             self.readings.popleft()
 
@@ -97,11 +103,17 @@ class CounterHistory:
         """Per series: growth from the oldest reading kept to the newest (restart rule)."""
         if len(self.readings) < 2:
             return {}
-        (_, first), (_, last) = self.readings[0], self.readings[-1]
+        (_, first, own_first), (_, last, own_last) = self.readings[0], self.readings[-1]
+        own = own_deltas(own_first, own_last) if own_last is not None else {}
         out = {}
         for key, now in last.items():
             grown = counter_deltas(first.get(key), now)
             if grown is not None:
+                mine = own.get((key[0], str(key[1])))
+                if mine is not None:
+                    grown["success"] = max(0.0, grown.get("success", 0.0) - mine.successes)
+                    grown["failure"] = max(0.0, grown.get("failure", 0.0) - mine.failures)
+                    grown["own_success"] = mine.successes
                 out[key] = grown
         return out
 
@@ -135,20 +147,25 @@ def router_counts(
 
 
 def windows(
-    router: dict[Key, tuple[int, int]], metrics: dict[int, str], window_s: float
+    router: dict[Key, tuple[int, int]],
+    metrics: dict[int, str],
+    window_s: float,
+    own: dict[int, dict | None] | None = None,
 ) -> dict[Key, Window]:
-    """Router counts and each node's counter growth (keyed by node pk) over the window."""
+    """Router counts and each node's counter growth (keyed by node pk) over the window,
+    less the control plane's own requests (`own`: each node's own-traffic counters)."""
     now = time.time()
     out: dict[Key, Window] = {}
     for node_pk, text in metrics.items():
         history = _COUNTERS.setdefault(node_pk, CounterHistory())
-        history.add(now, text, window_s)
+        history.add(now, text, window_s, (own or {}).get(node_pk))
         for key, grown in history.deltas().items():
             w = out.setdefault(key, Window())
             w.triton_seen = True
             w.triton_success += grown.get("success", 0.0)
             w.triton_failure += grown.get("failure", 0.0)
             w.queue_us += grown.get("queue_us", 0.0)
+            w.own_success += grown.get("own_success", 0.0)
     for key, (requests, errors) in router.items():
         w = out.setdefault(key, Window())
         w.router_requests, w.router_errors = requests, errors

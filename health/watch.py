@@ -59,7 +59,8 @@ def _traffic_findings(cluster, targets, slas, probes, nodes) -> dict[str, tuple]
     window_s = settings.SWITCHYARD_HEALTH_WINDOW_S
     router = traffic.router_counts(access_log_path(cluster), _highest(targets), window_s)
     metrics = {n.pk: probes[n.name].metrics for n in nodes if probes[n.name].metrics}
-    windows = traffic.windows(router, metrics, window_s)
+    own = {n.pk: probes[n.name].own for n in nodes if probes[n.name].metrics}
+    windows = traffic.windows(router, metrics, window_s, own)
     min_requests = settings.SWITCHYARD_HEALTH_MIN_REQUESTS
     default = settings.SWITCHYARD_HEALTH_MIN_SUCCESS_RATE
     silent, queue = [], []
@@ -89,6 +90,7 @@ def cluster_health_pass(*, cluster: TritonCluster) -> PassReport:
         results = _traffic_findings(cluster, targets, slas, probes, nodes)
         results["probe_failed_while_ready"] = detect.probe_findings(cluster, targets, probes)
         results["node_down"] = (checks.node_down_findings(cluster), set())
+        results["node_open"] = (checks.node_open_findings(cluster), set())
         results["drift_not_healed"] = (checks.drift_findings(cluster), set())
         results["leak_suspected"] = leaks.leak_findings(cluster)
         for kind, (firing, unknown) in results.items():

@@ -3,7 +3,12 @@
 from django.conf import settings
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -21,6 +26,7 @@ from models_registry import selectors, services
 from models_registry.downloads import version_archive
 from models_registry.models import ModelVersion, model_name_validator, team_name_validator
 from models_registry.services import Provenance
+from models_registry.sla import sla_warning
 
 RETURN_EXISTING = OpenApiParameter(
     "return_existing",
@@ -131,11 +137,18 @@ class ModelOutputSerializer(serializers.Serializer):
     sla = SlaSerializer()
     aliases = serializers.SerializerMethodField()
     next_version = serializers.IntegerField()
+    warnings = serializers.SerializerMethodField(
+        help_text="What the model lacks to be judged well (no SLA: what that means, how to "
+        "set one)."
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
     def get_aliases(self, obj) -> dict:
         return {alias.name: alias.version.version for alias in obj.aliases.all()}
+
+    def get_warnings(self, obj) -> list[str]:
+        return [w for w in [sla_warning(obj.sla, model=obj.name)] if w]
 
 
 class ModelListCreateApi(APIView):
@@ -209,12 +222,33 @@ class ModelDetailApi(APIView):
 VERSION_STATUSES = tuple(ModelVersion.Status.values)
 _CHECKS = {"registered": "pending", "smoke_passed": "succeeded", "smoke_failed": "failed"}
 
+
 # A version's checks: config validation passed at upload; the smoke test on a staging node
 # is what stays pending (until a staging node runs it).
+def _smoke(version) -> dict:
+    validation = version.validation if isinstance(version.validation, dict) else {}
+    smoke = validation.get("smoke")
+    return smoke if isinstance(smoke, dict) else {}
+
+
+def _checks_reason(version) -> str:
+    smoke = _smoke(version)
+    if smoke.get("passed"):
+        return f"the smoke test passed on {smoke.get('node', 'a staging node')}"
+    return str(smoke.get("error") or "the smoke test failed")
+
+
+def _checks_waiting(version) -> str | None:
+    smoke = _smoke(version)
+    return f"a smoke test: {smoke.get('reason')}" if smoke.get("skipped") else None
+
+
 VERSION_CHECKS = Lifecycle(
     states=("pending", "succeeded", "failed"),
     outcomes={"succeeded": "succeeded", "failed": "failed"},
     state_of=lambda version: _CHECKS[version.status],
+    reason_of=_checks_reason,
+    waiting_of=_checks_waiting,
 )
 
 
@@ -225,6 +259,8 @@ class VersionSummarySerializer(serializers.Serializer):
     state = VERSION_CHECKS.state_field("Its checks: pending until the smoke test ran.")
     finished = VERSION_CHECKS.finished_field()
     outcome = VERSION_CHECKS.outcome_field()
+    outcome_reason = VERSION_CHECKS.outcome_reason_field()
+    waiting_for = VERSION_CHECKS.waiting_for_field()
     status = serializers.ChoiceField(
         choices=VERSION_STATUSES, help_text="Deprecated (API 2.0.0): read `state`."
     )
@@ -238,12 +274,36 @@ class VersionSummarySerializer(serializers.Serializer):
         return sorted(alias.name for alias in obj.aliases.all())
 
 
+class VersionUploadedSerializer(VersionSummarySerializer):
+    """The answer to an upload: the version, and what its model lacks to be judged well."""
+
+    warnings = serializers.SerializerMethodField(
+        help_text="The config's validation warnings, then the model's (no SLA)."
+    )
+
+    def get_warnings(self, obj) -> list[str]:
+        found = [str(w.get("message", w)) if isinstance(w, dict) else str(w) for w in obj.warnings]
+        missing = sla_warning(obj.model.sla, model=obj.model.name)
+        return found + ([missing] if missing else [])
+
+
+class VersionConfigSerializer(serializers.Serializer):
+    text = serializers.CharField(help_text="config.pbtxt as uploaded.")
+    parsed = serializers.DictField(
+        help_text="The config as protobuf JSON (Triton's ModelConfig; field names as in "
+        "config.pbtxt, enums as their names). int64 and uint64 fields (dims, max_batch_size "
+        "is int32 and stays a number) are strings, as protobuf's JSON mapping writes them: "
+        'dims: ["-1", "4"].'
+    )
+
+
 class VersionDetailSerializer(VersionSummarySerializer):
     model = serializers.CharField(source="model.name")
     config = serializers.SerializerMethodField()
     files = serializers.JSONField(source="manifest")
     provenance = serializers.SerializerMethodField()
 
+    @extend_schema_field(VersionConfigSerializer)
     def get_config(self, obj) -> dict:
         return {"text": obj.config_text, "parsed": obj.config_json}
 
@@ -277,9 +337,9 @@ class VersionListCreateApi(APIView):
         request=InputSerializer,
         parameters=[RETURN_EXISTING],
         responses={
-            201: VersionSummarySerializer,
+            201: VersionUploadedSerializer,
             200: OpenApiResponse(
-                VersionSummarySerializer, description="return_existing: the same files' version."
+                VersionUploadedSerializer, description="return_existing: the same files' version."
             ),
             409: OpenApiResponse(ErrorsSerializer, description="The same files are a version."),
         },
@@ -316,10 +376,10 @@ class VersionListCreateApi(APIView):
         except services.DuplicateVersion as exc:
             if request.query_params.get("return_existing") not in ("true", "1"):
                 raise
-            return Response(VersionSummarySerializer(exc.version).data)
+            return Response(VersionUploadedSerializer(exc.version).data)
         finally:
             archive.close()
-        return Response(VersionSummarySerializer(version).data, status=status.HTTP_201_CREATED)
+        return Response(VersionUploadedSerializer(version).data, status=status.HTTP_201_CREATED)
 
 
 class VersionDetailApi(APIView):

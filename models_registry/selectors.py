@@ -1,6 +1,7 @@
 """Reads of the registry."""
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, F, Prefetch, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
 
 from models_registry.models import Alias, Model, ModelVersion, Team
 
@@ -86,6 +87,41 @@ def model_version_find(*, model_name: str, version: int) -> ModelVersion | None:
         .select_related("model")
         .first()
     )
+
+
+# What a console form lists to choose a version from: the newest of each model, bounded, so
+# a registry of 10,000 versions renders the same page (older ones are typed: "model vN").
+CHOICE_VERSIONS_PER_MODEL = 5
+CHOICE_VERSIONS_MAX = 300
+
+
+def version_choices(
+    *, per_model: int = CHOICE_VERSIONS_PER_MODEL, limit: int = CHOICE_VERSIONS_MAX
+) -> list[ModelVersion]:
+    """The newest `per_model` versions of each model (by model name, newest first), at most
+    `limit` in all: one query, whatever the registry's size."""
+    newest = Window(RowNumber(), partition_by=[F("model_id")], order_by=F("version").desc())
+    return list(
+        ModelVersion.objects.select_related("model")
+        .annotate(newest=newest)
+        .filter(newest__lte=per_model)
+        .order_by("model__name", "-version")[:limit]
+    )
+
+
+def version_chosen(*, version_id: str = "", typed: str = "") -> ModelVersion | None:
+    """The version a console form chose: typed as "model vN" (or "model:N"), else from its list
+    by id; None when neither names one."""
+    text = (typed or "").strip()
+    if text:
+        name, _, number = text.replace(":", " v").rpartition(" v")
+        number = number.strip()
+        if not name.strip() or not number.isdigit():
+            return None
+        return model_version_find(model_name=name.strip(), version=int(number))
+    if not str(version_id or "").isdigit():
+        return None
+    return ModelVersion.objects.select_related("model").filter(pk=int(version_id)).first()
 
 
 def model_version_or_404(*, model_name: str, version: int) -> ModelVersion:

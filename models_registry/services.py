@@ -12,12 +12,13 @@ from django.db import IntegrityError, transaction
 
 from accounts.errors import ApplicationError
 from audit.services import audit_record
-from integrations.triton.model_config import config_to_dict, validate_model_config
+from integrations.triton.model_config import ConfigReport, config_to_dict, validate_model_config
 from models_registry import selectors
 from models_registry.archive import ArchiveLimits, ArchiveRefused, extract_upload
 from models_registry.models import Alias, AliasMove, Model, ModelVersion, Team
 from models_registry.signals import protected_change, version_registered
 from models_registry.storage import blob_remove, manifest_digest, staging_folders, stored_blobs
+from models_registry.untrusted import allowed_backends, custom_backends, upload_code_issues
 
 
 class RegistryError(ApplicationError):
@@ -246,17 +247,7 @@ def model_version_register(
     except ArchiveRefused as exc:
         raise RegistryError(exc.message, errors=[_archive_error(exc)]) from None
     try:
-        report = validate_model_config(
-            upload.config_text,
-            model_name=model.name,
-            version_files=[f.path for f in upload.files],
-            known_models=Model.objects.values_list("name", flat=True),
-            server_version=settings.SWITCHYARD_TRITON_TARGET_VERSION,
-            max_elements=settings.SWITCHYARD_MAX_TENSOR_ELEMENTS,
-        )
-        if not report.is_valid:
-            errors = [issue.as_dict() for issue in report.errors]
-            raise RegistryError(errors[0]["message"], errors=errors)
+        report = _upload_checked(model, upload)
         manifest = [
             {"role": f.role, "path": f.path, "size": f.size, "sha256": f.sha256}
             for f in sorted(upload.all_files, key=lambda f: (f.role, f.path))
@@ -277,6 +268,29 @@ def model_version_register(
             raise
     finally:
         upload.staging.discard()
+
+
+def _upload_checked(model: Model, upload) -> ConfigReport:
+    """The config's report once the config and the files (as untrusted code) pass; else
+    RegistryError listing every error with its file (and line where there is one)."""
+    custom = custom_backends()
+    report = validate_model_config(
+        upload.config_text,
+        model_name=model.name,
+        version_files=[f.path for f in upload.files],
+        known_models=Model.objects.values_list("name", flat=True),
+        server_version=settings.SWITCHYARD_TRITON_TARGET_VERSION,
+        max_elements=settings.SWITCHYARD_MAX_TENSOR_ELEMENTS,
+        allowed_backends=allowed_backends(),
+        custom_backends=custom,
+    )
+    errors = list(report.errors)
+    if report.config is not None:
+        errors += upload_code_issues(upload, report.config, custom=custom)
+    if errors:
+        found = [issue.as_dict() for issue in errors]
+        raise RegistryError(found[0]["message"], errors=found)
+    return report
 
 
 def _archive_limits() -> ArchiveLimits:

@@ -10,3 +10,7 @@ version_registered = Signal()
 # move, else None). A receiver refuses the change by raising RegistryError (status 409):
 # releases does while a release of the model is active.
 protected_change = Signal()
+
+# Sent while an upload is checked; receivers return the backends some cluster allows beyond
+# SWITCHYARD_ALLOWED_BACKENDS (deployments answers with its clusters' custom_backends).
+custom_backends_wanted = Signal()

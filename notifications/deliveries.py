@@ -17,8 +17,9 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from deployments.validation import allowed_networks
-from integrations.targets import TargetError
+from core.sealed import SecretError, unseal
+from deployments.validation import allowed_networks, own_service_endpoints
+from integrations.targets import TargetError, UnresolvedTarget
 from notifications import sender, signing
 from notifications.catalog import body_of
 from notifications.models import Delivery
@@ -97,20 +98,26 @@ def delivery_attempt(*, delivery_id: int) -> float | None:
     hook = delivery.webhook
     if not hook.is_active:
         return _record(delivery, sender.Answer(None, "The webhook is disabled."), final=True)
-    try:
-        url = sender.webhook_url(hook.url, allowed_networks())
+    try:  # resolved and checked now; the POST connects to the checked address
+        target = sender.webhook_target(hook.url, allowed_networks(), own_service_endpoints())
+    except UnresolvedTarget as exc:
+        return _record(delivery, sender.Answer(None, str(exc)))  # DNS may answer later
     except TargetError as exc:
         return _record(delivery, sender.Answer(None, f"URL refused: {exc}"), final=True)
     document = body_of(payload=delivery.payload, delivery_id=str(delivery.uuid), fmt=hook.format)
     body = json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
+    try:
+        secret = unseal(hook.secret_sealed)
+    except SecretError as exc:  # SWITCHYARD_SECRETS_KEY changed: retried, a key may come back
+        return _record(delivery, sender.Answer(None, f"The signing secret: {exc}."))
     headers = signing.headers(
-        secret=hook.secret,
+        secret=secret,
         timestamp=int(time.time()),
         body=body,
         event=delivery.event,
         delivery_id=str(delivery.uuid),
     )
-    answer = sender.post(url, body, headers, timeout_s=settings.SWITCHYARD_WEBHOOK_TIMEOUT_S)
+    answer = sender.post(target, body, headers, timeout_s=settings.SWITCHYARD_WEBHOOK_TIMEOUT_S)
     return _record(delivery, answer)
 
 

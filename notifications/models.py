@@ -6,6 +6,7 @@ twice at once, sends nothing twice.
 """
 
 import uuid
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
@@ -16,8 +17,9 @@ from notifications.catalog import EVENTS, FORMATS, SEVERITIES
 
 class Webhook(models.Model):
     url = models.CharField(max_length=300)
-    # Kept to sign each delivery (HMAC needs the key itself); never returned by the API.
-    secret = models.CharField(max_length=200)
+    # The signing secret, sealed (core/sealed.py): HMAC needs the key itself, so it is kept
+    # encrypted, unsealed only to sign a delivery, and never returned by the API.
+    secret_sealed = models.TextField()
     events = models.JSONField(default=list)  # names from notifications.catalog.EVENTS
     min_severity = models.CharField(
         max_length=10, choices=[(s, s) for s in SEVERITIES], default=SEVERITIES[0]
@@ -38,7 +40,15 @@ class Webhook(models.Model):
         ordering = ["id"]
 
     def __str__(self) -> str:
-        return f"webhook {self.pk} → {self.url}"
+        return f"webhook {self.pk} → {self.host}"  # in audit rows: never the path or query
+
+    @property
+    def host(self) -> str:
+        """The URL's host alone (a Slack or Teams URL's path is its secret)."""
+        try:
+            return urlsplit(self.url).hostname or ""
+        except ValueError:
+            return ""
 
 
 class Delivery(models.Model):

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
 from audit.services import audit_record
-from deployments.validation import allowed_networks
+from core.sealed import seal
+from deployments.validation import allowed_networks, own_service_endpoints
 from integrations.targets import TargetError
 from notifications.catalog import EVENTS, FORMATS, SEVERITIES
 from notifications.models import Webhook
@@ -36,12 +37,14 @@ def _checked(fields: dict[str, Any]) -> dict[str, Any]:
     out = dict(fields)
     if "url" in fields:
         try:
-            out["url"] = webhook_url(fields["url"], allowed_networks())
+            out["url"] = webhook_url(fields["url"], allowed_networks(), own_service_endpoints())
         except TargetError as exc:
             raise WebhookError(str(exc), field="url") from None
-    secret = fields.get("secret")
-    if "secret" in fields and (not isinstance(secret, str) or len(secret) < SECRET_MIN_LENGTH):
-        raise WebhookError(f"At least {SECRET_MIN_LENGTH} characters.", field="secret")
+    if "secret" in fields:
+        secret = out.pop("secret")
+        if not isinstance(secret, str) or len(secret) < SECRET_MIN_LENGTH:
+            raise WebhookError(f"At least {SECRET_MIN_LENGTH} characters.", field="secret")
+        out["secret_sealed"] = seal(secret)  # stored encrypted only
     if "events" in fields:
         events = fields["events"]
         if not events or any(e not in EVENTS for e in events):
@@ -56,7 +59,7 @@ def _checked(fields: dict[str, Any]) -> dict[str, Any]:
 
 def _described(hook: Webhook) -> dict[str, Any]:
     return {
-        "url": hook.url,
+        "host": hook.host,  # never the URL: its path or query may be the receiver's secret
         "events": hook.events,
         "min_severity": hook.min_severity,
         "format": hook.format,
@@ -83,6 +86,7 @@ def webhook_update(*, webhook: Webhook, actor, **fields: Any) -> Webhook:
     unknown = set(fields) - set(FIELDS)
     if unknown:
         raise WebhookError("Unknown field.", field=sorted(unknown)[0])
+    changed = sorted(fields)  # the names the caller gave ("secret", not its sealed column)
     fields = _checked(fields)
     with transaction.atomic():
         hook = Webhook.objects.select_for_update().get(pk=webhook.pk)
@@ -91,7 +95,7 @@ def webhook_update(*, webhook: Webhook, actor, **fields: Any) -> Webhook:
         for name, value in fields.items():
             setattr(hook, name, value)
         hook.save()
-        details = {**_described(hook), "changed": sorted(fields)}
+        details = {**_described(hook), "changed": changed}
         audit_record(actor=actor, action="webhook.updated", obj=hook, details=details)
     return hook
 

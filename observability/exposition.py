@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import redis
 from django.conf import settings
+from django.db import DatabaseError
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -23,6 +24,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.utils import floatToGoString
 
+from controlplane.db_pool import PoolStats, published_stats
 from observability import selectors
 from telemetry.status import CollectorStatus, collector_status_read
 
@@ -145,6 +147,43 @@ def redis_metrics(now: float) -> Iterator[Metric]:
     yield length
 
 
+def db_pool_metrics() -> Iterator[Metric]:
+    """Each web process's database pool (controlplane/db_pool.py); nothing when Redis is
+    away (switchyard_redis_up says so)."""
+    try:
+        pools = published_stats()
+    except redis.RedisError as exc:
+        log.warning("metrics: pool stats unreadable: %s", exc)
+        return
+    yield from pool_families(pools)
+
+
+_POOL_GAUGES = (
+    ("max_size", "db_pool_max_connections", "The most connections this web process's pool opens."),
+    ("size", "db_pool_connections", "Connections the pool holds open (checked out or idle)."),
+    ("checked_out", "db_pool_checked_out", "Connections checked out of the pool right now."),
+    ("waiting", "db_pool_waiting", "Requests waiting for a free connection right now."),
+)
+_POOL_COUNTERS = (
+    ("waits", "db_pool_waits", "Requests that had to wait for a connection."),
+    ("wait_s", "db_pool_wait_seconds", "Seconds requests spent waiting for a connection."),
+    ("timeouts", "db_pool_timeouts", "Requests that got no connection in time (answered 503)."),
+)
+
+
+def pool_families(pools: list[PoolStats]) -> Iterator[Metric]:
+    for field, name, text in _POOL_GAUGES:
+        family = GaugeMetricFamily(P + name, text, labels=["process"])
+        for pool in pools:
+            family.add_metric([pool.process], getattr(pool, field))
+        yield family
+    for field, name, text in _POOL_COUNTERS:
+        family = CounterMetricFamily(P + name, text, labels=["process"])
+        for pool in pools:
+            family.add_metric([pool.process], getattr(pool, field))
+        yield family
+
+
 def collector_metrics(status: CollectorStatus, now: float) -> Iterator[Metric]:
     last = GaugeMetricFamily(
         P + "collector_last_tick_timestamp_seconds", "When the collector last ticked (Unix time)."
@@ -190,15 +229,35 @@ def _redis_up(value: int) -> GaugeMetricFamily:
     )
 
 
+def _database_up(value: int) -> GaugeMetricFamily:
+    return GaugeMetricFamily(
+        P + "database_up",
+        "1 when /metrics could read PostgreSQL (releases, deployments, nodes, alerts), else 0.",
+        value=value,
+    )
+
+
 class SwitchyardCollector:
     """A prometheus_client collector that reads everything afresh on each scrape."""
 
     def collect(self) -> Iterator[Metric]:
-        yield from active_release_metrics()
-        yield from release_outcome_metrics()
-        yield from deployment_metrics()
-        yield from node_metrics()
-        yield from alert_metrics()
+        # The pools first, read without a connection: they are what to look at when the
+        # web gets none (the rows after wait for one, up to the pool's timeout).
+        yield from db_pool_metrics()
+        try:
+            rows = [
+                *active_release_metrics(),
+                *release_outcome_metrics(),
+                *deployment_metrics(),
+                *node_metrics(),
+                *alert_metrics(),
+            ]
+        except DatabaseError as exc:
+            log.warning("metrics: PostgreSQL unreadable: %s", exc)
+            yield _database_up(0)
+        else:
+            yield _database_up(1)
+            yield from rows
         yield from redis_metrics(time.time())
 
 

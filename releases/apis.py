@@ -21,10 +21,28 @@ from releases import selectors, services
 from releases.inputs import MAX_STEPS, PROGRESS_DEADLINE_S, STEP_INTERVAL_S
 from releases.state_machine import Phase
 
+
+def _release_waiting(release) -> str | None:
+    if release.pending_action:
+        return None  # a person acted; the next tick takes it
+    if release.phase == Phase.WAITING_APPROVAL.value:
+        steps = release.steps or []
+        step = steps[release.step_index] if release.step_index < len(steps) else {}
+        weight = step.get("weight") if isinstance(step, dict) else None
+        at = f" ({weight:g}%)" if isinstance(weight, int | float) else ""
+        return f"approval to enter step {release.step_index + 1}{at} (action approve)"
+    if release.phase == Phase.PAUSED.value:
+        return f"a resume or a rollback (paused: {release.reason})"
+    return None
+
+
 RELEASE = Lifecycle(
     states=tuple(p.value.lower() for p in Phase),
     outcomes={"succeeded": "succeeded", "rolled_back": "rolled_back", "failed": "failed"},
     state_of=lambda release: str(release.phase).lower(),
+    # Releases finished before `outcome_reason` was stored keep their last phase's message.
+    reason_of=lambda release: release.outcome_reason or release.reason,
+    waiting_of=_release_waiting,
 )
 
 
@@ -91,6 +109,8 @@ class ReleaseSerializer(serializers.Serializer):
     state = RELEASE.state_field()
     finished = RELEASE.finished_field()
     outcome = RELEASE.outcome_field()
+    outcome_reason = RELEASE.outcome_reason_field()
+    waiting_for = RELEASE.waiting_for_field()
     phase = serializers.ChoiceField(
         choices=[p.value for p in Phase],
         help_text="Deprecated (API 2.0.0): `state` in upper case, as 1.x answered it.",
@@ -101,6 +121,11 @@ class ReleaseSerializer(serializers.Serializer):
     failed_checks = serializers.IntegerField()
     inconclusive_checks = serializers.IntegerField()
     reason = serializers.CharField()
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="What could keep it from being judged, found at the start (no SLA; too "
+        "little routed traffic for the first step's min_requests, with the rate it needs).",
+    )
     pending_action = serializers.JSONField()
     last_analysis = serializers.JSONField()
     unrouted = serializers.SerializerMethodField(
@@ -210,6 +235,7 @@ class ReleaseListCreateApi(APIView):
         steps = serializers.JSONField()
         sla = serializers.JSONField()
         unrouted_at_start = UnroutedAtStartSerializer(allow_null=True)
+        warnings = serializers.ListField(child=serializers.CharField())
 
     @extend_schema(
         request=InputSerializer,
@@ -330,6 +356,14 @@ class RouterViewSerializer(serializers.Serializer):
     running = serializers.BooleanField()
     nodes = RouterNodeSerializer(many=True)
     routes = RouterRouteSerializer(many=True)
+    refused_requests = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="Requests the router refused itself over the last refused_window_s (not "
+        "inference: repository, shared memory, trace, logging, statistics, config, unknown "
+        "paths or methods); null when its access log is not readable here.",
+    )
+    refused_window_s = serializers.FloatField(required=False)
     error = serializers.CharField(
         required=False, help_text="Set when the cluster's stored router settings do not parse."
     )
@@ -337,7 +371,8 @@ class RouterViewSerializer(serializers.Serializer):
 
 class ClusterRouterApi(APIView):
     """GET /api/v1/clusters/{name}/router/: what the cluster's router does now (driver,
-    whether it runs, the nodes it sends to, each route's split), read from the router."""
+    whether it runs, the nodes it sends to, each route's split, the requests it refused as
+    not inference), read from the router and its access log."""
 
     @extend_schema(responses={200: RouterViewSerializer})
     def get(self, request, name):

@@ -93,13 +93,13 @@ def _one(release: Release, effect, *, inline: bool) -> str | None:
     return None
 
 
-def apply_all(release: Release, decision, *, inline_loads: bool = False) -> list[ReleaseEvent]:
+def apply_all(release: Release, decision) -> list[ReleaseEvent]:
     """Apply the decision's effects in order; events for what changed or failed. A load
     still running stops the list quietly (the next tick observes it). A terminal phase's
-    set (it only unloads what the release no longer serves: the release is not ticked
-    again) and `inline_loads` load in this thread."""
+    set loads in this thread: it only unloads what the release no longer serves, and the
+    release is not ticked again to observe a load on the fleet lane."""
     done = []
-    inline = inline_loads or decision.state.phase in TERMINAL
+    inline = decision.state.phase in TERMINAL
     try:
         for effect in decision.effects:
             message = _one(release, effect, inline=inline)

@@ -19,7 +19,8 @@ from typing import Literal
 
 from integrations.triton.metrics import counter_deltas
 
-COUNTERS = ("success", "failure", "request_us", "queue_us")
+# own_*: the control plane's own requests among Triton's (releases/observe.py).
+COUNTERS = ("success", "failure", "request_us", "queue_us", "own_success", "own_failure")
 
 Step = Literal["open", "watch", "judge"]
 
@@ -81,6 +82,14 @@ def delta(start: dict, nodes: dict[str, dict[str, dict]], version: str) -> dict[
         for key in COUNTERS:
             total[key] += (deltas or {}).get(key, 0.0)
     return total
+
+
+def client_counts(d: dict[str, float]) -> tuple[float, float]:
+    """(successes, failures) of a `delta` less the control plane's own, clamped at 0."""
+    return (
+        max(0.0, d["success"] - d["own_success"]),
+        max(0.0, d["failure"] - d["own_failure"]),
+    )
 
 
 def rebased(start: dict, nodes: dict[str, dict[str, dict]]) -> dict:

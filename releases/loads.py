@@ -49,8 +49,9 @@ def serving_versions_of(release: Release, which: str) -> list:
 def serving_load_step(release: Release, which: str, *, inline: bool = False) -> None:
     """Return once `which` is loaded on every node by a load this release started; raise
     LoadPending while it runs, LoadFailed when it failed (each outcome is taken once: the
-    next call after a failure starts a new load). `inline` runs the load in this thread (a
-    tick driven in-process, as tests and benches do) instead of on the fleet lane."""
+    next call after a failure starts a new load). `inline` runs the load in this thread
+    instead of on the fleet lane: only for a terminal phase's set (releases/effects.py), which
+    no later tick would observe."""
     job = release.loads.filter(which=which, seen_at__isnull=True).first()
     if job is None:
         job = _start(release, which, inline=inline)

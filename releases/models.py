@@ -43,6 +43,8 @@ class Release(models.Model):
     paused_from = models.CharField(max_length=20, blank=True)
     checked_until = models.FloatField(null=True, blank=True)
     reason = models.TextField(blank=True)
+    # Why it ends the way it does (State.cause; the API's `outcome_reason`).
+    outcome_reason = models.TextField(blank=True)
     # What the tick has applied (so effects are re-applied only when they change).
     router_weight = models.FloatField(null=True, blank=True)
     applied_serving = models.CharField(max_length=30, blank=True)
@@ -55,6 +57,8 @@ class Release(models.Model):
     # The model's unrouted share measured at the start (releases/unrouted.py), the limit it
     # was held to, and whether a human confirmed starting above it (`confirm_unrouted`).
     unrouted_at_start = models.JSONField(default=dict, blank=True)
+    # What could keep it from being judged, found at the start (releases/warnings.py).
+    warnings = models.JSONField(default=list, blank=True)
     # The fast guard's recent per-tick samples (releases/guard_log.py), newest last.
     guard_samples = models.JSONField(default=list, blank=True)
     revision = models.PositiveIntegerField(default=0)
@@ -66,6 +70,8 @@ class Release(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        # Lists are newest first, a page at a time: the index walks them (no sort of the table).
+        indexes = [models.Index(fields=["-created_at", "-id"], name="release_newest_first")]
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
@@ -151,6 +157,7 @@ class Release(models.Model):
             phase_started_at=self.phase_started_at,
             paused_from=Phase(self.paused_from) if self.paused_from else None,
             reason=self.reason,
+            cause=self.outcome_reason,
             checked_until=self.checked_until,
         )
 
@@ -166,6 +173,7 @@ class Release(models.Model):
             "phase_started_at": state.phase_started_at,
             "paused_from": state.paused_from.value if state.paused_from else "",
             "reason": state.reason,
+            "outcome_reason": state.cause,
             "checked_until": state.checked_until,
         }
 

@@ -2,7 +2,10 @@
 and from the router's access log, and in-flight work. Reads only; no database writes.
 
 Counters are summed over nodes; the interval they are counted over, and the restart rule
-applied to each node's deltas, are releases/interval.py's (pure).
+applied to each node's deltas, are releases/interval.py's (pure). Next to Triton's counters
+each version carries the control plane's own requests to the node (probes, warm-ups:
+deployments/own_traffic.py), read right after the metrics, so an interval's requests are
+the clients' (`interval.client_counts`).
 """
 
 import time
@@ -10,8 +13,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import redis
 from django.conf import settings
 
+from deployments import own_traffic
 from deployments.validation import node_urls_check
 from integrations.concurrency import fan_out
 from integrations.routers.access_log import AccessLogTail, parse_routed, percentile
@@ -49,6 +54,24 @@ def _counters(text: str, model: str) -> tuple[dict, dict, dict]:
     return counters, pending, p99
 
 
+def _add_own(node, model: str, counters: dict[str, dict[str, float]]) -> None:
+    """Add the node's cumulative own successes and failures to each version's counters;
+    without Redis they are left out, and the interval counts Triton's whole counts."""
+    if not counters:
+        return
+    key = (node.cluster.name, node.name)
+    try:
+        own = own_traffic.own_counts_read([key])[key]
+    except redis.RedisError:
+        return
+    for values in counters.values():
+        values["own_success"] = values["own_failure"] = 0.0
+    for (name, version, _origin), counts in own.items():
+        if name == model and version in counters:
+            counters[version]["own_success"] += counts.get("success", 0.0)
+            counters[version]["own_failure"] += counts.get("failure", 0.0)
+
+
 def node_view(node, model: str, candidate: int) -> NodeView:
     """One node: readiness of the candidate and the model's counters; never raises. A node
     whose stored address is unusable or outside the allowed networks is not contacted."""
@@ -63,6 +86,7 @@ def node_view(node, model: str, candidate: int) -> NodeView:
             timeout_s=settings.SWITCHYARD_TRITON_TIMEOUT_S,
         )
         counters, pending, p99 = _counters(seen.metrics, model) if seen.metrics else ({}, {}, {})
+        _add_own(node, model, counters)
         return NodeView(True, seen.ready, str(candidate) in seen.loaded, counters, pending, p99)
     except (TritonError, ValueError):
         return NodeView(False)
@@ -156,13 +180,14 @@ def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[s
         ("candidate", release.candidate.version),
     ):
         d = interval.delta(start, nodes, str(version))
-        requests = int(d["success"] + d["failure"])
+        successes, failures = interval.client_counts(d)
+        requests = int(successes + failures)
         p99s = [v.p99_ms[str(version)] for v in views.values() if str(version) in v.p99_ms]
         seen = router is not None and version in router.requests
         out["latencies"][role] = router.ok_latencies_ms(version) if router else []
         out[role] = Metrics(
             requests=requests,
-            errors=int(d["failure"]),
+            errors=int(failures),
             avg_ms=d["request_us"] / d["success"] / 1000.0 if d["success"] else None,
             # The router's per-request latencies cover exactly this interval; Triton's
             # summary quantiles span a longer window (warm-up outliers linger there).

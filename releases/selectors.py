@@ -9,7 +9,12 @@ from django.conf import settings
 from django.db.models import QuerySet, Sum
 
 from accounts.pagination import filtered
-from integrations.routers.access_log import last_lines, parse_line, router_counts
+from integrations.routers.access_log import (
+    last_lines,
+    parse_line,
+    refused_requests,
+    router_counts,
+)
 from releases.inputs import ReleaseInputError
 from releases.models import Release, ReleaseEvent
 from releases.unrouted import UnroutedMeasure
@@ -50,7 +55,8 @@ def release_recent_events(*, release: Release, limit: int, kind: str = "") -> li
 
 def router_view(*, cluster) -> dict:
     """What the cluster's router does now, for the cluster page: driver, whether it runs,
-    which nodes it sends to, and each route's split (from the running router itself)."""
+    which nodes it sends to, each route's split (from the running router itself) and the
+    requests it refused as not inference over the recent window."""
     from deployments.validation import cluster_router
     from integrations.routers.settings import RouterSettingsError
     from releases.routing import router_for
@@ -72,7 +78,36 @@ def router_view(*, cluster) -> dict:
     for route in live.routes if live is not None else []:
         split = [{"version": v, "percent": w} for v, w in sorted(route.live_weights().items())]
         view["routes"].append({"model": route.model, "split": split})
-    return view
+    return view | router_refused_shared(cluster=cluster)
+
+
+def router_refused_shared(*, cluster) -> dict:
+    """router_refused_recent at most SWITCHYARD_ROUTER_REFUSED_CACHE_S old, read by one caller
+    at a time for everyone (core/shared.py): the log's tail is not read per page view."""
+    from core.shared import shared_value
+
+    return shared_value(
+        f"releases:router-refused:{cluster.pk}",
+        lambda: router_refused_recent(cluster=cluster),
+        fresh_s=settings.SWITCHYARD_ROUTER_REFUSED_CACHE_S,
+    )
+
+
+def router_refused_recent(*, cluster, now: float | None = None) -> dict:
+    """Requests the cluster's router refused itself (not inference: repository, shared
+    memory, trace, logging, statistics, config, unknown paths or methods) over the last
+    SWITCHYARD_UNROUTED_WINDOW_S of its access log, read at most
+    SWITCHYARD_UNROUTED_LOG_BYTES back; `refused_requests` is None when the log is not
+    readable here."""
+    from releases.routing import access_log_path
+
+    window_s = settings.SWITCHYARD_UNROUTED_WINDOW_S
+    log = access_log_path(cluster)
+    if log is None or not log.exists():
+        return {"refused_requests": None, "refused_window_s": window_s}
+    lines, _ = last_lines(log, settings.SWITCHYARD_UNROUTED_LOG_BYTES)
+    since = (time.time() if now is None else now) - window_s
+    return {"refused_requests": refused_requests(lines, since), "refused_window_s": window_s}
 
 
 def _routed_node(node, routed: set[str]) -> dict:
@@ -220,6 +255,28 @@ def unrouted_recent(
     lines, whole = last_lines(log, settings.SWITCHYARD_UNROUTED_LOG_BYTES)
     covered = _log_covers_from(lines, whole)
     return {m: _unrouted_of(m, minutes[m], lines, covered, since) for m in models}
+
+
+def routed_rate(*, cluster, model: str, now: float | None = None) -> tuple[int, float] | None:
+    """(requests, seconds): the model's requests through the router's HTTP split over the
+    last SWITCHYARD_ROUTED_RATE_WINDOW_S, as its access log shows them (shorter when the log
+    starts later: a router started or rotated since). None without a readable log or with
+    under 10 s of it: nothing to say a rate from."""
+    from releases.routing import access_log_path
+
+    log = access_log_path(cluster)
+    if log is None or not log.exists():
+        return None
+    now = time.time() if now is None else now
+    lines, _whole = last_lines(log, settings.SWITCHYARD_UNROUTED_LOG_BYTES)
+    first = next((e for e in map(parse_line, lines[:10]) if e is not None), None)
+    if first is None:
+        return None  # an empty log: a router just started, or one rotated
+    start = max(now - settings.SWITCHYARD_ROUTED_RATE_WINDOW_S, first.ts)
+    if now - start < 10.0:
+        return None
+    counts = router_counts(lines, keep=lambda ts: start <= ts <= now)
+    return counts.split.get(model, 0), now - start
 
 
 def _log_covers_from(lines: list[str], whole: bool) -> float:

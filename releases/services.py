@@ -8,6 +8,7 @@ from django.db import transaction
 from accounts.errors import ApplicationError
 from audit.services import audit_record
 from benchmarks.services import BenchmarkGateError, benchmark_gate_check
+from deployments.backends import backend_refusal
 from deployments.services import (
     DeploymentError,
     refuse_if_busy,
@@ -15,6 +16,7 @@ from deployments.services import (
     serving_versions,
 )
 from models_registry.models import Model
+from models_registry.sla import sla_warning
 from releases import events
 from releases.configs import refuse_if_configs_differ
 from releases.inputs import (
@@ -27,9 +29,10 @@ from releases.inputs import (
 )
 from releases.models import Release, ReleaseEvent
 from releases.routing import router_driver_name
-from releases.selectors import unrouted_recent
+from releases.selectors import routed_rate, unrouted_recent
 from releases.state_machine import ACTIONS, TERMINAL, Phase, State
 from releases.unrouted import exceeds, percent
+from releases.warnings import TrafficPlan, traffic_warning
 
 
 class ReleaseError(ApplicationError):
@@ -121,9 +124,31 @@ def release_create(
     return release
 
 
+def _start_warnings(release: Release) -> list[str]:
+    """What could keep the release from being judged (releases/warnings.py): the model's
+    SLA (as recorded), and its routed traffic against the first step's needs."""
+    found = [sla_warning(release.sla, model=release.model.name)]
+    weights = [float(s.get("weight", 0)) for s in release.steps or [] if s.get("weight")]
+    measured = routed_rate(cluster=release.cluster, model=release.model.name)
+    if measured is not None and weights:
+        knobs = release.analysis_settings()
+        plan = TrafficPlan(
+            first_weight=weights[0],
+            interval_s=release.analysis_interval_s,
+            min_requests=knobs.min_requests,
+            max_inconclusive_checks=knobs.max_inconclusive_checks,
+            on_inconclusive=knobs.on_inconclusive,
+        )
+        routed, window_s = measured
+        found.append(traffic_warning(plan, routed_requests=routed, window_s=window_s))
+    return [text for text in found if text]
+
+
 def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool | None):
     """What serves now, once the candidate may replace it: the same config (400 naming the
     fields) and, where required, a passed benchmark."""
+    if reason := backend_refusal(cluster, [candidate]):
+        raise ReleaseError(reason + ".", field="candidate_version")
     baseline = _baseline_for(cluster, candidate, strategy=strategy)
     refuse_if_configs_differ(baseline=baseline, candidate=candidate)
     required = cluster.require_benchmark if require_benchmark is None else require_benchmark
@@ -169,6 +194,13 @@ def _record(release: Release, *, actor, dry_run: bool) -> None:
     with transaction.atomic():
         # Locked like model_update and alias_set do: the SLA recorded here is the one in force.
         release.sla = Model.objects.select_for_update().get(pk=model.pk).sla
+        missing = sla_warning(release.sla, model=model.name)
+        if missing and cluster.require_sla:
+            raise ReleaseError(
+                f"Cluster {cluster.name} requires an SLA (require_sla). {missing}",
+                field="candidate_version",
+            )
+        release.warnings = _start_warnings(release)
         _refuse_if_active(cluster, model, lock=True)
         try:
             refuse_if_busy(cluster, model)
@@ -218,6 +250,10 @@ def _start(release: Release, *, actor) -> None:
         actor=who,
         message=f"{who or 'system'} started {release}",
     )
+    for text in release.warnings:
+        ReleaseEvent.objects.create(
+            release=release, kind="warning", phase=release.phase, actor=who, message=text
+        )
     unrouted = release.unrouted_at_start or {}
     if unrouted.get("confirmed"):
         ReleaseEvent.objects.create(

@@ -122,6 +122,10 @@ class State:
     phase_started_at: float = 0.0
     paused_from: Phase | None = None
     reason: str = ""
+    # Why the release ends the way it does (the API's `outcome_reason`): the reason it turned
+    # to roll back or fail (the first one, kept through the phases that follow), or why it
+    # was promoted. `reason` is the latest phase's message ("candidate at 0% and unloaded").
+    cause: str = ""
     # End of the last analysis interval already counted: keeps `decide` from counting a verdict
     # twice when the same observation comes again.
     checked_until: float | None = None
@@ -443,12 +447,25 @@ def _move(
         changes["candidate_weight"] = weight
     if phase != state.phase:
         changes["phase_started_at"] = obs.now
+    if phase != state.phase:
+        changes.setdefault("cause", _cause(state, phase, why))
     new = replace(state, phase=phase, reason=why, **changes)
     kind = "phase" if phase != state.phase else "step"
     data = {"from": state.phase.value, "to": phase.value, "weight": new.candidate_weight}
     data.update(step_index=new.step_index, actor=obs.actor if obs.action else "")
     message = why if kind == "step" else f"{state.phase.value} → {phase.value}: {why}"
     return Decision(new, _desired(new, obs), (Event(kind, message, data),))
+
+
+def _cause(state: State, phase: Phase, why: str) -> str:
+    """The release's cause after it enters `phase` for `why` (see State.cause)."""
+    if phase is P.PROMOTING:
+        return why
+    if phase is P.ROLLING_BACK:
+        return why if state.phase is not P.ROLLING_BACK else state.cause
+    if phase is P.FAILED:
+        return f"{state.cause}; then {why}" if state.phase is P.ROLLING_BACK else why
+    return state.cause
 
 
 def _stay(

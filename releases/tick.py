@@ -42,10 +42,10 @@ log = logging.getLogger(__name__)
 LOG_RESOLUTION_MS = 1.0
 
 
-def release_tick(*, release_id: int, inline_loads: bool = False) -> Release | None:
+def release_tick(*, release_id: int) -> Release | None:
     """One tick; returns the release, or None when another tick holds it (or the release no
     longer exists: a queued tick may outlive it). A serving-set load the tick starts runs on
-    the fleet lane; `inline_loads` runs it in this thread (ticks driven in-process)."""
+    the fleet lane (releases/loads.py)."""
     with locks.advisory_lock(locks.RELEASE_TICK, release_id) as taken:
         if not taken:
             return None
@@ -57,11 +57,7 @@ def release_tick(*, release_id: int, inline_loads: bool = False) -> Release | No
         views = observe.nodes_view(release.cluster, release.model.name, release.candidate.version)
         obs = Observation(now=now, **_observe(release, views), **_judge(release, views, now))
         decision = decide(release.spec(), release.state(), obs)
-        applied = (
-            effects.apply_all(release, decision, inline_loads=inline_loads)
-            if not decision.rejected
-            else []
-        )
+        applied = effects.apply_all(release, decision) if not decision.rejected else []
         _open_if_moved(release, decision.state, views)
         return _save(release, before, decision, obs, applied)
 
@@ -341,11 +337,13 @@ def _save(
         ReleaseEvent.objects.bulk_create(rows)
         if finished:
             serving_owner_set(cluster=release.cluster, model=release.model, owner="")
+            # The row holds the guard's samples from now on. Dropped before the commit, so
+            # nobody who sees the release ended finds the cache's copy (ticks of a release
+            # never overlap: nothing writes it again); a failed commit leaves the row's.
+            guard_log.guard_forget(release.pk)
         if rows or obs.action is not None or _seen_change(release, before, fields):
             # Watchers refetch the cockpit on each message: only for what they can see.
             transaction.on_commit(lambda: events.publish(release.pk))
-    if finished:  # written: the row holds the guard's samples from now on
-        guard_log.guard_forget(release.pk)
     for name, value in fields.items():  # the row as just written, without reading it back
         setattr(release, name, value)
     return release

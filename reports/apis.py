@@ -20,8 +20,10 @@ from rest_framework.views import APIView
 from accounts import inputs
 from accounts.errors import errors_response
 from accounts.roles import Role, user_has_role
+from deployments.temporary import COST_KINDS
 from models_registry.models import Team
 from reports import selectors, services
+from reports.focus import focus_export
 
 MAX_RANGE = timedelta(days=400)
 
@@ -33,19 +35,10 @@ class ReportsRead(BasePermission):
     message = "Reports need the managers, release-managers or algorithm role."
 
     def has_permission(self, request, view) -> bool:
-        return user_has_role(
-            request.user,
-            Role.MANAGERS.value,
-            Role.RELEASE_MANAGERS.value,
-            Role.ALGORITHM.value,
-        )
+        return selectors.may_read_reports(request.user)
 
 
-def visible_models(user) -> set[str] | None:
-    """None when the user reads every row; else the names of its teams' models."""
-    if user_has_role(user, Role.MANAGERS.value, Role.RELEASE_MANAGERS.value):
-        return None
-    return selectors.team_model_names(user=user)
+visible_models = selectors.visible_models
 
 
 class CostRowSerializer(serializers.Serializer):
@@ -56,7 +49,10 @@ class CostRowSerializer(serializers.Serializer):
     team = serializers.CharField(required=False)
     cluster = serializers.CharField(required=False)
     node = serializers.CharField(required=False)
-    cost = serializers.FloatField()
+    cost = serializers.FloatField(help_text="serving_cost + validation_cost + benchmark_cost")
+    serving_cost = serializers.FloatField(help_text="node time of the version serving clients")
+    validation_cost = serializers.FloatField(help_text="node time of its smoke tests")
+    benchmark_cost = serializers.FloatField(help_text="node time of its benchmarks")
     idle_cost = serializers.FloatField(required=False, help_text="cluster and node groupings")
     unknown_cost = serializers.FloatField(required=False, help_text="cluster and node groupings")
     shared_idle = serializers.FloatField(required=False, help_text="with share_idle")
@@ -88,11 +84,20 @@ class GhostRowSerializer(serializers.Serializer):
     model = serializers.CharField()
     version = serializers.CharField()
     cluster = serializers.CharField()
-    node = serializers.CharField()
-    days_loaded = serializers.FloatField()
-    cost = serializers.FloatField()
-    cost_share = serializers.FloatField()
-    projected_monthly_cost = serializers.FloatField()
+    nodes = serializers.ListField(
+        child=serializers.CharField(), help_text="the nodes it occupies without client traffic"
+    )
+    node_count = serializers.IntegerField()
+    days_loaded = serializers.FloatField(help_text="on the node where it was loaded longest")
+    cost = serializers.FloatField(help_text="summed over `nodes`")
+    cost_share = serializers.FloatField(help_text="of the cost of `nodes` over the window")
+    projected_monthly_cost = serializers.FloatField(help_text="what unloading it there saves")
+
+
+class IdleOnNodesRowSerializer(GhostRowSerializer):
+    serving_nodes = serializers.ListField(
+        child=serializers.CharField(), help_text="nodes where it served clients in the window"
+    )
 
 
 class GhostReportSerializer(serializers.Serializer):
@@ -101,6 +106,7 @@ class GhostReportSerializer(serializers.Serializer):
     days = serializers.FloatField()
     currency = serializers.CharField()
     rows = GhostRowSerializer(many=True)
+    idle_on_nodes = IdleOnNodesRowSerializer(many=True)
 
     def get_fields(self):
         fields = super().get_fields()
@@ -141,8 +147,31 @@ class CsvRenderer(BaseRenderer):
         writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+            writer.writerow({k: _csv_cell(v) for k, v in row.items()})
         return out.getvalue().encode()
+
+
+class FocusRenderer(CsvRenderer):
+    """The cost report as FinOps FOCUS 1.0 CSV (reports/focus.py): its columns in its order."""
+
+    format = "focus"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        if not isinstance(data, dict) or "columns" not in data:  # an error
+            return super().render(data, accepted_media_type, renderer_context)
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=data["columns"], lineterminator="\n")
+        writer.writeheader()
+        for row in data["rows"]:
+            writer.writerow({k: _csv_cell(v) for k, v in row.items()})
+        return out.getvalue().encode()
+
+
+def _csv_cell(value):
+    """None as an empty cell; a list (a ghost's nodes) as its items joined by spaces."""
+    if value is None:
+        return ""
+    return " ".join(map(str, value)) if isinstance(value, list) else value
 
 
 def parse_when(value: str) -> datetime:
@@ -160,6 +189,7 @@ def parse_when(value: str) -> datetime:
 
 class CostQuerySerializer(inputs.ChoicesListed):
     group_by = serializers.ChoiceField(choices=list(selectors.GROUP_KEYS), default="model")
+    kind = serializers.ChoiceField(choices=list(COST_KINDS), required=False)
     share_idle = serializers.BooleanField(default=False)
 
     def validate_share_idle(self, value: bool) -> bool:
@@ -199,12 +229,21 @@ class CostReportApi(_FormatChecked):
     """Cost per model, version, team, cluster or node over a range; idle and unknown apart."""
 
     permission_classes = [ReportsRead]
-    renderer_classes = [JSONRenderer, CsvRenderer]
+    renderer_classes = [JSONRenderer, CsvRenderer, FocusRenderer]
 
     @extend_schema(
         parameters=[
             OpenApiParameter(name, str, required=False)
-            for name in ("from", "to", "group_by", "share_idle", "format")
+            for name in ("from", "to", "group_by", "kind", "share_idle")
+        ]
+        + [
+            OpenApiParameter(
+                "format",
+                str,
+                required=False,
+                description="json (default); csv: the rows as CSV; focus: FinOps FOCUS 1.0 CSV, "
+                "one row per charge period, node, kind and model version (docs/COSTS.md)",
+            )
         ],
         responses=_json_or_csv(CostReportSerializer),
     )
@@ -212,10 +251,16 @@ class CostReportApi(_FormatChecked):
         query = CostQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
+        if request.accepted_renderer.format == "focus":
+            rows = focus_export(
+                since=q["since"], until=q["until"], models=visible_models(request.user)
+            )
+            return Response(rows)
         report = selectors.cost_report(
             since=q["since"],
             until=q["until"],
             group_by=q["group_by"],
+            kind=q.get("kind"),
             share_idle=q["share_idle"],
             models=visible_models(request.user),
         )
@@ -247,11 +292,8 @@ class GhostReportApi(_FormatChecked):
     def get(self, request):
         query = GhostQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        report = selectors.ghosts(days=query.validated_data["days"])
-        models = visible_models(request.user)
-        if models is not None:
-            report["rows"] = [row for row in report["rows"] if row["model"] in models]
-        return Response(report)
+        days = query.validated_data["days"]
+        return Response(selectors.ghosts_visible(user=request.user, days=days))
 
 
 class BudgetsApi(APIView):
@@ -261,11 +303,7 @@ class BudgetsApi(APIView):
 
     @extend_schema(responses={200: BudgetsSerializer})
     def get(self, request):
-        rows = selectors.budgets_status()
-        if visible_models(request.user) is not None:
-            teams = set(request.user.teams.values_list("name", flat=True))
-            rows = [row for row in rows if row["team"] in teams]
-        return Response({"rows": rows})
+        return Response({"rows": selectors.budgets_visible(user=request.user)})
 
 
 class BudgetSerializer(inputs.InputSerializer):

@@ -77,32 +77,39 @@ def largest_remainder(total: int, weights: Mapping[K, int]) -> dict[K, int]:
 
 @dataclass(frozen=True)
 class Usage:
-    """One model version on one node in one minute."""
+    """One model version on one node in one minute, under one cost kind (serving,
+    validation, benchmark: deployments.temporary)."""
 
     model: str
     version: str
     compute_us: float = 0.0
     requests: int = 0
     successes: int = 0
+    cost_kind: str = "serving"
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.model, self.version, self.cost_kind)
 
 
 @dataclass
 class MinuteCost:
-    """One node-minute split: ticks per (model, version), idle, unknown, and the idle
+    """One node-minute split: ticks per (model, version, cost kind), idle, unknown, and the idle
     shared equally among the versions loaded that minute (the ghost report's measure)."""
 
-    allocated: dict[tuple[str, str], int] = field(default_factory=dict)
+    allocated: dict[tuple[str, str, str], int] = field(default_factory=dict)
     idle: int = 0
     unknown: int = 0
-    idle_share: dict[tuple[str, str], int] = field(default_factory=dict)
+    idle_share: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 def split_minute(price: NodePrice, usage: list[Usage] | None) -> MinuteCost:
-    """Split one node-minute; `usage` None means the node was not scraped (unknown)."""
+    """Split one node-minute; `usage` None means the node was not scraped (unknown). One
+    Usage per key (reports.minutes merges the temporary models of one version)."""
     cost = price.minute_ticks
     if usage is None:
         return MinuteCost(unknown=cost)
-    compute = {(u.model, u.version): max(0, round(u.compute_us)) for u in usage}
+    compute = {u.key: max(0, round(u.compute_us)) for u in usage}
     used = sum(compute.values())
     capacity = MINUTE_US * price.slots
     busy = cost if used >= capacity else cost * used // capacity

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from reports.costing import TICKS_PER_UNIT
 from reports.minutes import Line
-from reports.selectors import Key5, fields_for, group_namer, range_lines
+from reports.selectors import Key6, fields_for, group_namer, only_lines, range_lines
 
 TOP_GROUPS = 8  # the rest is drawn as one "other" band
 IDLE_GREY, UNKNOWN_GREY = "#adb5bd", "#dee2e6"
@@ -28,11 +28,17 @@ def bucket_for(span: timedelta) -> timedelta:
 
 
 def cost_series(
-    *, since: datetime, until: datetime, group_by: str, models: set[str] | None = None
+    *,
+    since: datetime,
+    until: datetime,
+    group_by: str,
+    models: set[str] | None = None,
+    kind: str | None = None,
 ) -> dict:
     """{"starts": [...], "groups": {name: [ticks per bucket]}, "idle": [...], "unknown"}.
 
-    With `models`, only those models' cost (idle and unknown belong to no model)."""
+    With `models`, only those models' cost (idle and unknown belong to no model); with
+    `kind`, only that cost kind's (idle and unknown have none)."""
     bucket = bucket_for(until - since)
     name = group_namer(group_by)
     by = fields_for(group_by, models)
@@ -41,9 +47,8 @@ def cost_series(
     idle, unknown = [], []
     at = since
     while at < until:
-        lines: dict[Key5, Line] = range_lines(at, min(at + bucket, until), by=by)
-        if models is not None:
-            lines = {k: v for k, v in lines.items() if k[2] == "model" and k[3] in models}
+        lines: dict[Key6, Line] = range_lines(at, min(at + bucket, until), by=by)
+        lines = only_lines(lines, models, kind)
         index = len(starts)
         starts.append(at)
         idle.append(sum(ln.cost_ticks for k, ln in lines.items() if k[2] == "idle"))

@@ -1,25 +1,41 @@
 """Cost lines computed from the per-minute telemetry rollups (reads only).
 
+Each minute is charged the node's price in effect when it ended (deployments/prices.py),
+so rebuilding a closed hour charges it what it was charged before a later price change.
+
 The hourly rollup task stores these lines per hour; reports compute the minutes not yet
 rolled up the same way, on the fly. A node is paid for from its first rollup onwards; a
 minute of it without any rollup is unknown (it was down or not scraped). A removed node
 is paid for only in the minutes it has rollups.
+
+A temporary model (a smoke test's or a benchmark's) is charged to its real model and
+version under its cost kind (deployments.temporary); idle and unknown lines have no kind.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db.models import OuterRef, Subquery
+
 from deployments.models import TritonCluster, TritonNode
+from deployments.prices import (
+    CLUSTER_PRICE_FIELDS,
+    EPOCH,
+    NODE_PRICE_FIELDS,
+    price_changes_before,
+)
+from deployments.temporary import charged_to
 from reports.costing import NodePrice, Usage, node_price, split_minute
 from telemetry.models import Rollup
 
 MINUTE = timedelta(minutes=1)
 
-# (cluster id, node name, bucket start, kind, model, version)
-LineKey = tuple[int, str, datetime, str, str, str]
+# (cluster id, node name, bucket start, kind, model, version, cost kind)
+LineKey = tuple[int, str, datetime, str, str, str, str]
 
 
 @dataclass
@@ -42,45 +58,99 @@ class Line:
         self.minutes += other.minutes
 
 
-def node_prices() -> dict[tuple[int, str], NodePrice]:
-    """Price and slots of every node; clusters' prices under node name '' (removed nodes)."""
-    prices = {
-        (c.id, ""): node_price(cluster_hourly=c.node_hourly_cost)
-        for c in TritonCluster.objects.all()
-    }
-    for n in TritonNode.objects.select_related("cluster"):
-        prices[(n.cluster_id, n.name)] = node_price(
-            cluster_hourly=n.cluster.node_hourly_cost,
-            hourly=n.hourly_cost,
-            gpu_hourly=n.gpu_hourly_cost,
-            gpu_count=n.gpu_count,
-            slots=n.execution_slots,
+@dataclass(frozen=True)
+class PriceTimeline:
+    """A node's price over time: `prices[i]` from `starts[i]` on (sorted)."""
+
+    starts: list[datetime]
+    prices: list[NodePrice]
+
+    def at(self, minute: datetime) -> NodePrice:
+        """The price of the minute starting at `minute`: the last one set before it ended
+        (the earliest known price for a minute before any)."""
+        return self.prices[max(0, bisect_left(self.starts, minute + MINUTE) - 1)]
+
+
+def _in_effect(changes: list[tuple[datetime, dict]], at: datetime) -> dict | None:
+    """The values of the last change at or before `at` (None before the first)."""
+    found = None
+    for start, values in changes:
+        if start > at:
+            break
+        found = values
+    return found
+
+
+def _timeline(cluster: list[tuple[datetime, dict]], node: list[tuple[datetime, dict]]):
+    starts = sorted({at for at, _ in cluster} | {at for at, _ in node})
+    prices = []
+    for at in starts:
+        own = _in_effect(node, at) or {}  # before the node's first price: the cluster's
+        cluster_hourly = (_in_effect(cluster, at) or cluster[0][1])["node_hourly_cost"]
+        prices.append(
+            node_price(
+                cluster_hourly=cluster_hourly,
+                hourly=own.get("hourly_cost"),
+                gpu_hourly=own.get("gpu_hourly_cost"),
+                gpu_count=own.get("gpu_count"),
+                slots=own.get("execution_slots"),
+            )
         )
-    return prices
+    return PriceTimeline(starts, prices)
+
+
+def node_prices(until: datetime) -> dict[tuple[int, str], PriceTimeline]:
+    """Every node's price over time (removed nodes' too) from the price history; clusters'
+    prices under node name '' (removed nodes priced before there was a history). A node or
+    cluster without any history (written outside the services) has its current price."""
+    clusters: dict[int, list] = defaultdict(list)
+    nodes: dict[tuple[int, str], list] = defaultdict(list)
+    for change in price_changes_before(until=until):
+        values = {f: getattr(change, f) for f in (*NODE_PRICE_FIELDS, *CLUSTER_PRICE_FIELDS)}
+        where = nodes[(change.cluster_id, change.node_name)] if change.node_name else None
+        (where if where is not None else clusters[change.cluster_id]).append(
+            (change.effective_at, values)
+        )
+    for c in TritonCluster.objects.all():
+        clusters.setdefault(c.id, [(EPOCH, {"node_hourly_cost": c.node_hourly_cost})])
+    for n in TritonNode.objects.all():
+        nodes.setdefault(
+            (n.cluster_id, n.name), [(EPOCH, {f: getattr(n, f) for f in NODE_PRICE_FIELDS})]
+        )
+    timelines = {(cid, ""): _timeline(rows, []) for cid, rows in clusters.items()}
+    for (cid, name), rows in nodes.items():
+        if cid in clusters:
+            timelines[(cid, name)] = _timeline(clusters[cid], rows)
+    return timelines
 
 
 def first_seen(until: datetime) -> dict[tuple[int, str], datetime]:
     """The first rollup minute of every current node (before `until`).
 
-    One lookup per node on the rollup table's unique index: cheap however long it is.
+    One query: per node a lookup on the rollup table's unique index (a subquery), cheap
+    however long the table is and however many nodes there are.
     """
-    out = {}
-    for cluster_id, name in TritonNode.objects.values_list("cluster_id", "name"):
-        first = (
-            Rollup.objects.filter(
-                cluster_id=cluster_id, node_name=name, model_name="", version="", minute__lt=until
-            )
-            .order_by("minute")
-            .values_list("minute", flat=True)
-            .first()
+    first = (
+        Rollup.objects.filter(
+            cluster_id=OuterRef("cluster_id"),
+            node_name=OuterRef("name"),
+            model_name="",
+            version="",
+            minute__lt=until,
         )
-        if first is not None:
-            out[(cluster_id, name)] = first
-    return out
+        .order_by("minute")
+        .values("minute")[:1]
+    )
+    nodes = TritonNode.objects.annotate(first=Subquery(first)).values_list(
+        "cluster_id", "name", "first"
+    )
+    return {(cluster_id, name): at for cluster_id, name, at in nodes if at is not None}
 
 
 def _usage(since: datetime, until: datetime) -> dict[tuple[int, str, datetime], list[Usage]]:
-    per_minute: dict[tuple[int, str, datetime], list[Usage]] = defaultdict(list)
+    """Per node-minute, one Usage per (model, version, cost kind) charged: the temporary
+    models of one version in one minute (two smoke tests) are summed into one."""
+    per_minute: dict[tuple[int, str, datetime], dict[tuple, Usage]] = defaultdict(dict)
     rows = Rollup.objects.filter(minute__gte=since, minute__lt=until).values_list(
         "cluster_id",
         "node_name",
@@ -96,8 +166,14 @@ def _usage(since: datetime, until: datetime) -> dict[tuple[int, str, datetime], 
     ):
         usage = per_minute[(cluster_id, node, minute)]
         if model:
-            usage.append(Usage(model, version, compute, requests, successes))
-    return per_minute
+            to = charged_to(model, version)
+            key = (to.model, to.version, to.cost_kind)
+            if key in usage:
+                was = usage[key]
+                compute, requests = compute + was.compute_us, requests + was.requests
+                successes += was.successes
+            usage[key] = Usage(*key[:2], compute, requests, successes, to.cost_kind)
+    return {where: list(usage.values()) for where, usage in per_minute.items()}
 
 
 def _minutes(since: datetime, until: datetime):
@@ -111,7 +187,7 @@ def cost_lines(
     since: datetime, until: datetime, *, bucket: timedelta | None = None
 ) -> dict[LineKey, Line]:
     """Cost lines of whole minutes in [since, until), per bucket (one bucket when None)."""
-    prices = node_prices()
+    prices = node_prices(until)
     firsts = first_seen(until)
     usage = _usage(since, until)
     seen: dict[tuple[int, str], set[datetime]] = defaultdict(set)
@@ -125,18 +201,23 @@ def cost_lines(
         start = max(since, firsts.get((cluster_id, node), until))
         for minute in sorted(seen[(cluster_id, node)] | set(_minutes(start, until))):
             at = since + (minute - since) // bucket * bucket if bucket else since
-            _add_minute(lines, (cluster_id, node, at), price, usage.get((cluster_id, node, minute)))
+            _add_minute(
+                lines,
+                (cluster_id, node, at),
+                price.at(minute),
+                usage.get((cluster_id, node, minute)),
+            )
     return dict(lines)
 
 
 def _add_minute(lines, where: tuple[int, str, datetime], price: NodePrice, usage) -> None:
     split = split_minute(price, usage)
     if usage is None:
-        lines[(*where, "unknown", "", "")].add(Line(cost_ticks=split.unknown, minutes=1))
+        lines[(*where, "unknown", "", "", "")].add(Line(cost_ticks=split.unknown, minutes=1))
         return
-    lines[(*where, "idle", "", "")].add(Line(cost_ticks=split.idle, minutes=1))
+    lines[(*where, "idle", "", "", "")].add(Line(cost_ticks=split.idle, minutes=1))
     for u in usage:
-        key = (u.model, u.version)
+        key = u.key
         lines[(*where, "model", *key)].add(
             Line(
                 cost_ticks=split.allocated.get(key, 0),

@@ -13,6 +13,9 @@ class CostRollup(models.Model):
     `idle_share_ticks` is the idle cost split equally among the versions loaded each minute
     (the ghost report's measure); `minutes` counts the minutes the row covers (loaded
     minutes for a version). Periods "hc" and "dc" sum a cluster's nodes (node_name '').
+    A model row's `cost_kind` says what the version's node time was for: serving clients,
+    its smoke test (validation) or a benchmark; a temporary model's time is on its real
+    model and version (deployments.temporary). Idle and unknown rows have none ('').
     """
 
     class Period(models.TextChoices):
@@ -26,6 +29,12 @@ class CostRollup(models.Model):
         IDLE = "idle", "Idle"
         UNKNOWN = "unknown", "Unknown (node not scraped)"
 
+    class CostKind(models.TextChoices):
+        SERVING = "serving", "Serving"
+        VALIDATION = "validation", "Validation (smoke tests)"
+        BENCHMARK = "benchmark", "Benchmark"
+        NONE = "", "None (idle or unknown)"
+
     cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="+")
     node_name = models.CharField(max_length=100)
     period = models.CharField(max_length=4, choices=Period.choices)
@@ -33,6 +42,9 @@ class CostRollup(models.Model):
     kind = models.CharField(max_length=7, choices=Kind.choices)
     model_name = models.CharField(max_length=128, blank=True)
     version = models.CharField(max_length=20, blank=True)
+    cost_kind = models.CharField(
+        max_length=10, choices=CostKind.choices, blank=True, default=CostKind.SERVING
+    )
     cost_ticks = models.BigIntegerField(default=0)
     idle_share_ticks = models.BigIntegerField(default=0)
     requests = models.BigIntegerField(default=0)
@@ -43,14 +55,25 @@ class CostRollup(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["cluster", "node_name", "period", "start", "kind", "model_name", "version"],
-                name="one_cost_row_per_series_period",
+                fields=[
+                    "cluster",
+                    "node_name",
+                    "period",
+                    "start",
+                    "kind",
+                    "model_name",
+                    "version",
+                    "cost_kind",
+                ],
+                name="one_cost_row_per_series_kind_period",
             )
         ]
         indexes = [models.Index(fields=["period", "start"], name="cost_period_start")]
 
     def __str__(self) -> str:
-        what = f"{self.model_name} v{self.version}" if self.model_name else self.kind
+        what = (
+            f"{self.model_name} v{self.version} {self.cost_kind}" if self.model_name else self.kind
+        )
         return f"{self.cluster_id}/{self.node_name} {what} {self.period} {self.start:%Y-%m-%d %H}"
 
 

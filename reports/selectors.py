@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -17,7 +18,9 @@ from django.conf import settings
 from django.db.models import Sum
 from django.utils import timezone
 
+from accounts.roles import Role, user_has_role
 from deployments.models import TritonCluster
+from deployments.temporary import COST_KINDS, SERVING, charged_to
 from models_registry.models import Model
 from reports.costing import change_pct, cost_per_1k, largest_remainder, to_cents
 from reports.minutes import Line, cost_lines
@@ -37,15 +40,18 @@ NODE_GROUPS = ("cluster", "node")
 # A ghost must still be loaded: seen within this long before the end of the window.
 GHOST_RECENT = timedelta(minutes=15)
 MONTH_MINUTES = 30 * 24 * 60
+ZERO = Decimal("0.00")
 
-Key5 = tuple  # cluster id, node, kind, model, version (None where not grouped by it)
-FIELDS = ("cluster_id", "node_name", "kind", "model_name", "version")
+# cluster id, node, kind, model, version, cost kind (None where not grouped by it)
+Key6 = tuple
+FIELDS = ("cluster_id", "node_name", "kind", "model_name", "version", "cost_kind")
+# Every grouping keeps the cost kind: rows carry a column per kind.
 GROUP_FIELDS = {
-    "model": ("kind", "model_name"),
-    "version": ("kind", "model_name", "version"),
-    "team": ("kind", "model_name"),
-    "cluster": ("cluster_id", "kind"),
-    "node": ("cluster_id", "node_name", "kind"),
+    "model": ("kind", "model_name", "cost_kind"),
+    "version": ("kind", "model_name", "version", "cost_kind"),
+    "team": ("kind", "model_name", "cost_kind"),
+    "cluster": ("cluster_id", "kind", "cost_kind"),
+    "node": ("cluster_id", "node_name", "kind", "cost_kind"),
 }
 
 
@@ -57,7 +63,7 @@ def _ceil(at: datetime, floor: Callable[[datetime], datetime], step: timedelta) 
     return at if floor(at) == at else floor(at) + step
 
 
-def _narrow(key: tuple, by: tuple[str, ...]) -> Key5:
+def _narrow(key: tuple, by: tuple[str, ...]) -> Key6:
     return tuple(v if f in by else None for f, v in zip(FIELDS, key, strict=True))
 
 
@@ -91,27 +97,38 @@ def _live(since: datetime, until: datetime, into: dict, by) -> None:
         into[_narrow((cluster_id, node, *rest), by)].add(line)
 
 
-def range_lines(since: datetime, until: datetime, *, by=FIELDS) -> dict[Key5, Line]:
-    """Cost lines of [since, until) (whole minutes), stored where possible, else live.
-
-    Keys keep only the fields in `by` (the others are None): fewer groups, faster sums.
-    """
-    lines: dict[Key5, Line] = defaultdict(Line)
+def range_segments(since: datetime, until: datetime) -> list[tuple[str, datetime, datetime]]:
+    """How [since, until) is read: ("day" | "hour", a, b) from stored rows whose start lies
+    in [a, b), ("live", a, b) computed from the minute rollups; in time order."""
     mark = CostWatermark.objects.filter(name="hourly").values_list("until", flat=True).first()
     hours_from = _ceil(since, floor_hour, HOUR)
     hours_to = min(floor_hour(until), mark) if mark else hours_from
     if hours_from >= hours_to:
-        _live(since, until, lines, by)
-        return dict(lines)
-    _live(since, hours_from, lines, by)
+        return [("live", since, until)]
     days_from, days_to = _ceil(hours_from, floor_day, DAY), floor_day(hours_to)
     if days_from < days_to:
-        _stored("hour", hours_from, days_from, lines, by)
-        _stored("day", days_from, days_to, lines, by)
-        _stored("hour", days_to, hours_to, lines, by)
+        stored = [
+            ("hour", hours_from, days_from),
+            ("day", days_from, days_to),
+            ("hour", days_to, hours_to),
+        ]
     else:
-        _stored("hour", hours_from, hours_to, lines, by)
-    _live(hours_to, until, lines, by)
+        stored = [("hour", hours_from, hours_to)]
+    segments = [("live", since, hours_from), *stored, ("live", hours_to, until)]
+    return [(source, a, b) for source, a, b in segments if a < b]
+
+
+def range_lines(since: datetime, until: datetime, *, by=FIELDS) -> dict[Key6, Line]:
+    """Cost lines of [since, until) (whole minutes), stored where possible, else live.
+
+    Keys keep only the fields in `by` (the others are None): fewer groups, faster sums.
+    """
+    lines: dict[Key6, Line] = defaultdict(Line)
+    for source, a, b in range_segments(since, until):
+        if source == "live":
+            _live(a, b, lines, by)
+        else:
+            _stored(source, a, b, lines, by)
     return dict(lines)
 
 
@@ -121,12 +138,12 @@ def fields_for(group_by: str, models: set[str] | None = None) -> tuple[str, ...]
     return by if models is None or "model_name" in by else (*by, "model_name")
 
 
-def group_namer(group_by: str) -> Callable[[Key5], tuple]:
+def group_namer(group_by: str) -> Callable[[Key6], tuple]:
     clusters = dict(TritonCluster.objects.values_list("id", "name"))
     teams = dict(Model.objects.values_list("name", "team__name"))
 
-    def name(key: Key5) -> tuple:
-        cluster_id, node, _kind, model, version = key
+    def name(key: Key6) -> tuple:
+        cluster_id, node, _kind, model, version, _cost_kind = key
         return {
             "model": (model,),
             "version": (model, version),
@@ -138,17 +155,31 @@ def group_namer(group_by: str) -> Callable[[Key5], tuple]:
     return name
 
 
-def _grouped(lines: dict[Key5, Line], group_by: str) -> tuple[dict, dict[str, int]]:
-    """Group -> Line of model use, and the idle/unknown ticks per (kind, group or None)."""
+@dataclass
+class Group:
+    """One row's lines: all it is charged (`line`), its ticks per cost kind, and the lines
+    whose requests it counts (`traffic`: serving, or the kind filtered by)."""
+
+    line: Line = field(default_factory=Line)
+    kinds: dict[str, int] = field(default_factory=dict)
+    traffic: Line = field(default_factory=Line)
+
+
+def _grouped(lines: dict[Key6, Line], group_by: str, traffic_kind: str = SERVING):
+    """Group -> Group of model use, and the idle/unknown ticks per (kind, group or None)."""
     name = group_namer(group_by)
-    groups: dict[tuple, Line] = defaultdict(Line)
+    groups: dict[tuple, Group] = defaultdict(Group)
     rest: dict = defaultdict(int)
     for key, line in lines.items():
-        kind = key[2]
+        kind, cost_kind = key[2], key[5]
         if kind == "model":
-            groups[name(key)].add(line)
+            group = groups[name(key)]
+            group.line.add(line)
+            group.kinds[cost_kind] = group.kinds.get(cost_kind, 0) + line.cost_ticks
+            if cost_kind == traffic_kind:
+                group.traffic.add(line)
         elif group_by in NODE_GROUPS:
-            groups.setdefault(name(key), Line())  # a node with idle time only has a row
+            groups.setdefault(name(key), Group())  # a node with idle time only has a row
             rest[(kind, name(key))] += line.cost_ticks
         else:
             rest[(kind, None)] += line.cost_ticks
@@ -161,16 +192,24 @@ def clip_range(since: datetime, until: datetime, now: datetime | None = None):
     return floor_minute(since), min(_ceil(until, floor_minute, timedelta(minutes=1)), last)
 
 
-def _only(lines: dict[Key5, Line], models: set[str] | None) -> dict[Key5, Line]:
-    if models is None:
+def only_lines(
+    lines: dict[Key6, Line], models: set[str] | None, kind: str | None = None
+) -> dict[Key6, Line]:
+    """The lines of `models` (None: all) of cost kind `kind` (None: all); with either,
+    no idle or unknown lines (they belong to no model and no kind)."""
+    if models is None and kind is None:
         return lines
-    return {k: v for k, v in lines.items() if k[2] == "model" and k[3] in models}
+    return {
+        k: v
+        for k, v in lines.items()
+        if k[2] == "model" and (models is None or k[3] in models) and kind in (None, k[5])
+    }
 
 
 def _share_idle(rows: list[dict], groups: dict, idle_cents: Decimal) -> None:
     """Each row's part of the idle cost in proportion to its cost (OpenCost's shareIdle),
     in whole cents that add up to the idle cost."""
-    weights = {i: groups[r["_group"]].cost_ticks for i, r in enumerate(rows)}
+    weights = {i: groups[r["_group"]].line.cost_ticks for i, r in enumerate(rows)}
     parts = largest_remainder(int(idle_cents * 100), weights)
     for i, row in enumerate(rows):
         row["shared_idle"] = Decimal(parts.get(i, 0)).scaleb(-2)
@@ -182,28 +221,33 @@ def cost_report(
     until: datetime,
     group_by: str,
     models: set[str] | None = None,
+    kind: str | None = None,
     share_idle: bool = False,
     now=None,
 ) -> dict:
-    """What each group cost in [since, until): rows, idle, unknown, all to the cent.
+    """What each group cost in [since, until): rows, idle, unknown, all to the cent; each
+    row's cost is the sum of its cost per kind (`serving_cost`, `validation_cost`,
+    `benchmark_cost`) to the cent.
 
-    With `models`, only those models' rows (no idle or unknown: they belong to no model).
-    With `share_idle` (model, version or team groupings), each row also gets its
-    `shared_idle`: the idle cost split in proportion to the rows' costs.
+    With `models`, only those models' rows (no idle or unknown: they belong to no model);
+    with `kind`, only that cost kind's (no idle or unknown either). Requests, successes and
+    cost per 1k are the serving lines' (with `kind`, that kind's). With `share_idle` (model,
+    version or team groupings), each row also gets its `shared_idle`: the idle cost split
+    in proportion to the rows' costs.
     """
     since, until = clip_range(since, until, now)
     until = max(since, until)
     by = fields_for(group_by, models)
-    groups, rest = _grouped(_only(range_lines(since, until, by=by), models), group_by)
+    lines = only_lines(range_lines(since, until, by=by), models, kind)
+    groups, rest = _grouped(lines, group_by, kind or SERVING)
     span = until - since
-    previous = _only(range_lines(since - span, since, by=by), models) if span else {}
+    previous = only_lines(range_lines(since - span, since, by=by), models, kind) if span else {}
     before, _ = _grouped(previous, group_by)
-    items = {("cost", g): line.cost_ticks for g, line in groups.items()} | rest
-    cents = to_cents(items)
-    total_ticks = sum(items.values())
+    items = {("cost", g, k): t for g, group in groups.items() for k, t in group.kinds.items()}
+    cents = to_cents(items | rest)
+    total_ticks = sum(items.values()) + sum(rest.values())
     rows = [
-        _row(group_by, g, line, cents, rest, total_ticks, before.get(g))
-        for g, line in groups.items()
+        _row(group_by, g, group, cents, total_ticks, before.get(g)) for g, group in groups.items()
     ]
     rows.sort(key=lambda r: (-r["cost"], [str(r[k]) for k in GROUP_KEYS[group_by]]))
     money = sum(cents.values())
@@ -225,20 +269,23 @@ def cost_report(
     }
 
 
-def _row(group_by, group, line: Line, cents, rest, total_ticks, before: Line | None) -> dict:
-    row = dict(zip(GROUP_KEYS[group_by], group, strict=True))
-    row["_group"] = group
-    row["cost"] = cents[("cost", group)]
+def _row(group_by, name, group: Group, cents, total_ticks, before: Group | None) -> dict:
+    row = dict(zip(GROUP_KEYS[group_by], name, strict=True))
+    row["_group"] = name
+    by_kind = {k: cents.get(("cost", name, k), ZERO) for k in COST_KINDS}
+    row["cost"] = sum(by_kind.values(), ZERO)
+    row.update({f"{k}_cost": v for k, v in by_kind.items()})
     if group_by in NODE_GROUPS:
-        row["idle_cost"] = cents.get(("idle", group), 0)
-        row["unknown_cost"] = cents.get(("unknown", group), 0)
+        row["idle_cost"] = cents.get(("idle", name), ZERO)
+        row["unknown_cost"] = cents.get(("unknown", name), ZERO)
+    line, traffic = group.line, group.traffic
     row.update(
         share=round(line.cost_ticks / total_ticks, 4) if total_ticks else 0.0,
-        requests=line.requests,
-        successes=line.successes,
+        requests=traffic.requests,
+        successes=traffic.successes,
         compute_hours=round(line.compute_us / 3.6e9, 6),
-        cost_per_1k=cost_per_1k(line.cost_ticks, line.successes),
-        change_pct=change_pct(line.cost_ticks, before.cost_ticks if before else 0),
+        cost_per_1k=cost_per_1k(traffic.cost_ticks, traffic.successes),
+        change_pct=change_pct(line.cost_ticks, before.line.cost_ticks if before else 0),
     )
     return row
 
@@ -248,49 +295,126 @@ def team_model_names(*, user) -> set[str]:
     return set(Model.objects.filter(team__members=user).values_list("name", flat=True))
 
 
+def may_read_reports(user) -> bool:
+    """Managers, release managers, the algorithm team (and superusers) read reports."""
+    return user_has_role(
+        user, Role.MANAGERS.value, Role.RELEASE_MANAGERS.value, Role.ALGORITHM.value
+    )
+
+
+def visible_models(user) -> set[str] | None:
+    """None when the user reads every row; else the names of its teams' models. The API and
+    the console scope every cost row, chart, ghost and budget with this."""
+    if user_has_role(user, Role.MANAGERS.value, Role.RELEASE_MANAGERS.value):
+        return None
+    return team_model_names(user=user)
+
+
+def ghosts_visible(*, user, days: float) -> dict:
+    """ghosts() with only the rows of the models `user` may read."""
+    report = ghosts(days=days)
+    models = visible_models(user)
+    if models is not None:
+        for part in ("rows", "idle_on_nodes"):
+            report[part] = [row for row in report[part] if row["model"] in models]
+    return report
+
+
+def budgets_visible(*, user) -> list[dict]:
+    """budgets_status() with only the teams `user` may read (its own, unless it reads all)."""
+    rows = budgets_status()
+    if visible_models(user) is not None:
+        teams = set(user.teams.values_list("name", flat=True))
+        rows = [row for row in rows if row["team"] in teams]
+    return rows
+
+
 def ghosts(*, days: float, now: datetime | None = None) -> dict:
-    """Versions loaded at the end of the last `days` with no request in them, and their
-    cost: their compute share plus an equal share of their nodes' idle time."""
+    """Versions loaded at the end of the last `days` with no client request in them on any
+    node of their cluster (`rows`, one per cluster and version with the nodes it occupies),
+    and versions that served on some nodes while idle on others (`idle_on_nodes`, the nodes
+    where unloading them would save their cost). A cost is the version's compute share plus
+    an equal share of its nodes' idle time; the control plane's own requests (probes,
+    warm-ups) are not client requests (telemetry/own_split.py). Only serving lines count: a
+    smoke test's or a benchmark's temporary model is never a ghost."""
     until = floor_minute(now or timezone.now())
     since = floor_minute(until - timedelta(days=days))
     lines = range_lines(since, until)
-    loaded = set(
-        Rollup.objects.filter(minute__gte=max(since, until - GHOST_RECENT), minute__lt=until)
-        .exclude(model_name="")
-        .values_list("cluster_id", "node_name", "model_name", "version")
-        .distinct()
-    )
-    node_cost: dict[tuple[int, str], int] = defaultdict(int)
-    for (cluster_id, node, *_), line in lines.items():
-        node_cost[(cluster_id, node)] += line.cost_ticks
+    loaded = _loaded_serving(max(since, until - GHOST_RECENT), until)
+    node_cost, per_version = _by_version(lines)
     clusters = dict(TritonCluster.objects.values_list("id", "name"))
-    rows = []
-    for (cluster_id, node, kind, model, version), line in lines.items():
-        if kind != "model" or line.requests or (cluster_id, node, model, version) not in loaded:
+    rows, idle = [], []
+    for (cluster_id, model, version), by_node in per_version.items():
+        occupied = {n: ln for n, ln in by_node.items() if (cluster_id, n, model, version) in loaded}
+        unused = {n: ln for n, ln in occupied.items() if not ln.requests}
+        if not unused:
             continue
-        rows.append(_ghost(clusters, (cluster_id, node, model, version), line, node_cost))
-    rows.sort(key=lambda r: (-r["projected_monthly_cost"], r["model"], r["version"], r["node"]))
+        row = _ghost(clusters, (cluster_id, model, version), unused, node_cost)
+        if any(ln.requests for ln in by_node.values()):
+            row["serving_nodes"] = sorted(n for n, ln in by_node.items() if ln.requests)
+            idle.append(row)
+        else:
+            rows.append(row)
     return {
         "from": since.isoformat(),
         "to": until.isoformat(),
         "days": days,
         "currency": settings.SWITCHYARD_CURRENCY,
-        "rows": rows,
+        "rows": sorted(rows, key=_costliest_first),
+        "idle_on_nodes": sorted(idle, key=_costliest_first),
     }
 
 
-def _ghost(clusters, key, line: Line, node_cost) -> dict:
-    cluster_id, node, model, version = key
-    ticks = line.cost_ticks + line.idle_share_ticks
-    whole = node_cost[(cluster_id, node)]
+def _loaded_serving(since: datetime, until: datetime) -> set[tuple[int, str, str, str]]:
+    """(cluster id, node, model, version) of the versions loaded to serve in [since, until):
+    temporary models are left out."""
+    rows = (
+        Rollup.objects.filter(minute__gte=since, minute__lt=until)
+        .exclude(model_name="")
+        .values_list("cluster_id", "node_name", "model_name", "version")
+        .distinct()
+    )
+    return {
+        (cluster_id, node, model, version)
+        for cluster_id, node, model, version in rows
+        if charged_to(model, version).cost_kind == SERVING
+    }
+
+
+def _by_version(lines: dict) -> tuple[dict, dict]:
+    """(each node's cost, {(cluster id, model, version): {node: its line}}) of cost lines,
+    the versions' serving lines only (what clients are served by)."""
+    node_cost: dict[tuple[int, str], int] = defaultdict(int)
+    per_version: dict[tuple[int, str, str], dict[str, Line]] = defaultdict(dict)
+    for (cluster_id, node, kind, model, version, cost_kind), line in lines.items():
+        node_cost[(cluster_id, node)] += line.cost_ticks
+        if kind == "model" and cost_kind == SERVING:
+            per_version[(cluster_id, model, version)][node] = line
+    return node_cost, per_version
+
+
+def _costliest_first(row: dict) -> tuple:
+    return (-row["projected_monthly_cost"], row["model"], row["version"], row["cluster"])
+
+
+def _ghost(clusters, key, by_node: dict[str, Line], node_cost) -> dict:
+    """One version's row over the nodes where it sat unused: costs summed over them."""
+    cluster_id, model, version = key
+    ticks = sum(ln.cost_ticks + ln.idle_share_ticks for ln in by_node.values())
+    whole = sum(node_cost[(cluster_id, n)] for n in by_node)
+    monthly_ticks = sum(
+        (ln.cost_ticks + ln.idle_share_ticks) * MONTH_MINUTES // max(1, ln.minutes)
+        for ln in by_node.values()
+    )
     (cost,) = to_cents({0: ticks}).values()
-    (monthly,) = to_cents({0: ticks * MONTH_MINUTES // max(1, line.minutes)}).values()
+    (monthly,) = to_cents({0: monthly_ticks}).values()
     return {
         "model": model,
         "version": version,
         "cluster": clusters.get(cluster_id, str(cluster_id)),
-        "node": node,
-        "days_loaded": round(line.minutes / 1440, 4),
+        "nodes": sorted(by_node),
+        "node_count": len(by_node),
+        "days_loaded": round(max(ln.minutes for ln in by_node.values()) / 1440, 4),
         "cost": cost,
         "cost_share": round(ticks / whole, 4) if whole else 0.0,
         "projected_monthly_cost": monthly,
@@ -328,13 +452,15 @@ def budgets_status(*, now: datetime | None = None) -> list[dict]:
 
 
 def version_costs(*, cluster_id: int, model: str, since: datetime, until: datetime) -> dict:
-    """{version: {"cost", "successes", "cost_per_1k"}} of one model on one cluster."""
+    """{version: {"cost", "successes", "cost_per_1k"}} of one model on one cluster, serving
+    only (its smoke tests and benchmarks are not what a request costs)."""
     since, until = clip_range(since, until)
     per_version: dict[str, Line] = defaultdict(Line)
     if since < until:
-        by = ("cluster_id", "kind", "model_name", "version")
-        for (c, _node, kind, m, version), line in range_lines(since, until, by=by).items():
-            if c == cluster_id and kind == "model" and m == model:
+        by = ("cluster_id", "kind", "model_name", "version", "cost_kind")
+        lines = range_lines(since, until, by=by)
+        for (c, _node, kind, m, version, cost_kind), line in lines.items():
+            if c == cluster_id and kind == "model" and m == model and cost_kind == SERVING:
                 per_version[version].add(line)
     cents = to_cents({v: line.cost_ticks for v, line in per_version.items()})
     return {
@@ -347,15 +473,23 @@ def version_costs(*, cluster_id: int, model: str, since: datetime, until: dateti
     }
 
 
-def month_overview(*, now: datetime | None = None, top: int = 5) -> dict:
+def month_overview(
+    *, now: datetime | None = None, top: int = 5, models: set[str] | None = None
+) -> dict:
     """This month so far (the managers' home): its cost, the change against the same days
-    of last month, the costliest models and the costliest ghosts."""
+    of last month, the costliest models and the costliest ghosts (with `models`, theirs
+    only)."""
     now = now or timezone.now()
     start = month_start(now)
     last_start = month_start(start - timedelta(days=1))
     last_until = min(last_start + (now - start), start)
-    report = cost_report(since=start, until=now, group_by="model", now=now)
-    before = cost_report(since=last_start, until=last_until, group_by="model", now=now)
+    report = cost_report(since=start, until=now, group_by="model", now=now, models=models)
+    before = cost_report(
+        since=last_start, until=last_until, group_by="model", now=now, models=models
+    )
+    ghost_rows = ghosts(days=7, now=now)["rows"]
+    if models is not None:
+        ghost_rows = [row for row in ghost_rows if row["model"] in models]
     total, previous = report["total_cost"], before["total_cost"]
     return {
         "currency": report["currency"],
@@ -366,5 +500,5 @@ def month_overview(*, now: datetime | None = None, top: int = 5) -> dict:
         "top_models": [
             {**r, "share_pct": round(r["share"] * 100, 2)} for r in report["rows"][:top]
         ],
-        "ghosts": ghosts(days=7, now=now)["rows"][:top],
+        "ghosts": ghost_rows[:top],
     }

@@ -30,14 +30,14 @@ MAX_HOURS_PER_RUN = timedelta(hours=48)
 # one per node and version, so reports that do not group by node read ~20x fewer rows).
 _DERIVED = """
 INSERT INTO reports_costrollup (
-    cluster_id, node_name, period, start, kind, model_name, version, cost_ticks,
+    cluster_id, node_name, period, start, kind, model_name, version, cost_kind, cost_ticks,
     idle_share_ticks, requests, successes, compute_us, minutes
 )
-SELECT cluster_id, {node}, %s, {start}, kind, model_name, version, SUM(cost_ticks),
+SELECT cluster_id, {node}, %s, {start}, kind, model_name, version, cost_kind, SUM(cost_ticks),
     SUM(idle_share_ticks), SUM(requests), SUM(successes), SUM(compute_us), SUM(minutes)
 FROM reports_costrollup
 WHERE period = %s AND start >= %s AND start < %s
-GROUP BY cluster_id, 2, 4, kind, model_name, version
+GROUP BY cluster_id, 2, 4, kind, model_name, version, cost_kind
 """
 _DAY_START = "date_trunc('day', start AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
 DERIVED = (  # (period made, from period, per node?, start expression)
@@ -75,6 +75,7 @@ def _build_hour(start: datetime) -> int:
             kind=kind,
             model_name=model,
             version=version,
+            cost_kind=cost_kind,
             cost_ticks=line.cost_ticks,
             idle_share_ticks=line.idle_share_ticks,
             requests=line.requests,
@@ -82,7 +83,7 @@ def _build_hour(start: datetime) -> int:
             compute_us=line.compute_us,
             minutes=line.minutes,
         )
-        for (cluster_id, node, _at, kind, model, version), line in lines.items()
+        for (cluster_id, node, _at, kind, model, version, cost_kind), line in lines.items()
     ]
     with transaction.atomic():
         CostRollup.objects.filter(period="hour", start=start).delete()

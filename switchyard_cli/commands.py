@@ -12,6 +12,7 @@ from switchyard_cli.common import (
     client,
     create,
     emit,
+    fail_on_pause_option,
     finish,
     int_list,
     output_option,
@@ -43,7 +44,13 @@ def json_object(value: str | None) -> dict | None:
 @click.option("--cluster", required=True)
 @click.option("--strategy", type=click.Choice(["canary", "blue_green"]), default="canary")
 @click.option("--steps", default="5,25,50,100", show_default=True, help="Candidate weights, %.")
-@click.option("--interval", type=float, default=None, help="Seconds between steps.")
+@click.option(
+    "--interval",
+    type=float,
+    default=None,
+    help="Seconds between steps, and of each analysis interval unless --analysis sets "
+    "interval_s (default 30).",
+)
 @click.option("--manual-gates", default=None, help="Steps that wait for approval, e.g. 50.")
 @click.option("--analysis", default=None, help="JSON, e.g. '{\"min_requests\": 50}'.")
 @click.option(
@@ -53,12 +60,14 @@ def json_object(value: str | None) -> dict | None:
     "bypasses the router's HTTP split (gRPC, direct node calls): it is not protected.",
 )
 @wait_options
+@fail_on_pause_option
 @output_option
 @api_command
 def release_start(
     target, cluster, strategy, steps, interval, manual_gates, analysis, confirm_unrouted, **opts
 ):
-    """Start releasing MODEL:VERSION on CLUSTER; --wait exits 0 promoted, 1 rolled back."""
+    """Start releasing MODEL:VERSION on CLUSTER; --wait exits 0 promoted, 1 rolled back or
+    failed (printing why), 4 when it waits for a person (paused, a manual gate)."""
     api, (name, number) = client(), target
     body = {"cluster": cluster, "model": name, "candidate_version": number}
     body.update(strategy=strategy, steps=int_list(steps))
@@ -71,16 +80,20 @@ def release_start(
     }
     body.update({key: value for key, value in extras.items() if value is not None})
     created = create(api, f"{API}/releases/", body)
+    for text in created.get("warnings") or []:
+        click.echo(f"switchyard: warning: {text}", err=True)
     finish(api, "release", f"{API}/releases/{created['id']}/", created, opts)
 
 
 @release.command("status")
 @click.argument("release_id", type=int)
 @wait_options
+@fail_on_pause_option
 @output_option
 @api_command
 def release_status(release_id, **opts):
-    """Show a release; --wait until it finished (exit 0 promoted, 1 rolled back or failed)."""
+    """Show a release; --wait until it finished (exit 0 promoted, 1 rolled back or failed,
+    4 when it waits for a person)."""
     api = client()
     path = f"{API}/releases/{release_id}/"
     finish(api, "release", path, api.request("GET", path), opts)
@@ -110,6 +123,10 @@ def cost() -> None:
     """Cost reports."""
 
 
+# What a node's time was for (the cost API's `kind`); each row has a `<kind>_cost`.
+COST_KINDS = ("serving", "validation", "benchmark")
+
+
 @cost.command("report")
 @click.option(
     "--group-by",
@@ -119,12 +136,18 @@ def cost() -> None:
 )
 @click.option("--from", "since", default=None, help="Start (ISO date or time).")
 @click.option("--to", "until", default=None, help="End (ISO date or time).")
+@click.option(
+    "--kind",
+    type=click.Choice(list(COST_KINDS)),
+    default=None,
+    help="Only this cost kind (smoke tests are validation).",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table")
 @output_option
 @api_command
-def cost_report(group_by, since, until, fmt, output):
+def cost_report(group_by, since, until, kind, fmt, output):
     """Costs grouped by team, model, ...: a table, CSV (--format csv) or JSON (-o json)."""
-    query = {"group_by": group_by, "from": since, "to": until}
+    query = {"group_by": group_by, "from": since, "to": until, "kind": kind}
     api = client()
     if fmt == "csv" and output != "json":
         query["format"] = "csv"
@@ -138,8 +161,22 @@ def cost_report(group_by, since, until, fmt, output):
     lines = [f"{report.get('from')} .. {report.get('to')}  {total}"]
     for row in report.get("rows", []):
         keys = [str(v) for k, v in row.items() if k not in _NUMBERS]
-        lines.append(f"  {' / '.join(keys)}: {row.get('cost')} ({row.get('share')})")
+        kinds = ", ".join(f"{k} {row[f'{k}_cost']}" for k in COST_KINDS if row.get(f"{k}_cost"))
+        line = f"  {' / '.join(keys)}: {row.get('cost')} ({row.get('share')})"
+        lines.append(f"{line} [{kinds}]" if kinds else line)
     emit(output, report, "\n".join(lines))
 
 
-_NUMBERS = {"cost", "share", "requests", "successes", "compute_hours", "cost_per_1k", "change_pct"}
+_NUMBERS = {
+    "cost",
+    "share",
+    "requests",
+    "successes",
+    "compute_hours",
+    "cost_per_1k",
+    "change_pct",
+    "idle_cost",
+    "unknown_cost",
+    "shared_idle",
+    *(f"{kind}_cost" for kind in COST_KINDS),
+}

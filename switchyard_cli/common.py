@@ -9,7 +9,7 @@ import uuid
 import click
 
 from switchyard_cli.client import ApiError, Client, settings
-from switchyard_cli.outcome import EXIT_OK, EXIT_USAGE, exit_code
+from switchyard_cli.outcome import EXIT_NEEDS_PERSON, EXIT_OK, EXIT_USAGE, exit_code, waiting_for
 from switchyard_cli.output import emit, spinner
 from switchyard_cli.waits import describe, wait_until_finished
 
@@ -56,6 +56,15 @@ def wait_options(fn):
     return click.option("--wait", is_flag=True, help="Wait until it finishes.")(fn)
 
 
+def fail_on_pause_option(fn):
+    return click.option(
+        "--fail-on-pause",
+        is_flag=True,
+        help="With --wait: when the release pauses or waits for an approval, ask for its "
+        "rollback and exit 1 once it is rolled back, instead of exiting 4.",
+    )(fn)
+
+
 def api_command(fn):
     """Turn API errors into a message on stderr (and JSON on stdout) and exit code 2."""
 
@@ -73,6 +82,14 @@ def api_command(fn):
     return wrapper
 
 
+def use_token_from(name: str) -> None:
+    """--token-env NAME: this run's token is NAME's value (SWITCHYARD_TOKEN's place)."""
+    value = os.environ.get(name)
+    if not value:
+        raise click.UsageError(f"--token-env {name}: the environment variable {name} is not set")
+    os.environ["SWITCHYARD_TOKEN"] = value
+
+
 def client() -> Client:
     url, token = settings()
     if not token:
@@ -80,8 +97,17 @@ def client() -> Client:
     return Client(url, token)
 
 
+# The command that lets a waiting resource go on, by its state.
+CONTINUE = {
+    ("release", "waiting_approval"): "switchyard release approve {id}",
+    ("release", "paused"): "switchyard release resume {id}",
+}
+
+
 def finish(api: Client, kind: str, path: str, payload: dict, opts: dict) -> None:
-    """Print the created resource, or wait for its outcome and exit with its code."""
+    """Print the created resource, or wait for its outcome and exit with its code: 0
+    succeeded, 1 failed or rolled back (its `outcome_reason` printed), 3 timed out, 4 it
+    waits for a person (what for, and the command that continues, printed)."""
     if not opts["wait"]:
         emit(opts["output"], payload, f"{kind} {payload.get('id', '')}: {describe(kind, payload)}")
         sys.exit(EXIT_OK)
@@ -89,9 +115,37 @@ def finish(api: Client, kind: str, path: str, payload: dict, opts: dict) -> None
         final, outcome = wait_until_finished(
             api, kind, path, opts["timeout"], lambda p: show(describe(kind, p))
         )
+    waits = waiting_for(final) if outcome is None else None
+    if waits and opts.get("fail_on_pause") and kind == "release":
+        final, outcome = _roll_back(api, path, final, waits, opts)
+        waits = None
+    if waits:
+        text = f"{kind}: {describe(kind, final)}: waits for {waits}"
+        hint = CONTINUE.get((kind, str(final.get("state"))))
+        if hint:
+            text += f"\n  continue: {hint.format(id=final.get('id', ''))}"
+        emit(opts["output"], {**final, "cli_outcome": "needs_person"}, text)
+        sys.exit(EXIT_NEEDS_PERSON)
     text = f"{kind}: {describe(kind, final)} -> {outcome or 'timed out'}"
+    if outcome is not None and outcome != "succeeded" and final.get("outcome_reason"):
+        text += f"\n  reason: {final['outcome_reason']}"
     emit(opts["output"], {**final, "cli_outcome": outcome}, text)
     sys.exit(exit_code(outcome))
+
+
+def _roll_back(api: Client, path: str, payload: dict, waits: str, opts: dict):
+    """--fail-on-pause: ask for the rollback and wait for it to end (a failed outcome)."""
+    reason = f"--fail-on-pause: it waited for {waits}"
+    api.request("POST", f"{path}actions/", body={"action": "rollback", "reason": reason[:500]})
+    with spinner("rolling back") as show:
+        return wait_until_finished(
+            api,
+            "release",
+            path,
+            opts["timeout"],
+            lambda p: show(describe("release", p)),
+            stop_when_waiting=False,  # still paused until the next tick takes the rollback
+        )
 
 
 def idempotency_key(path: str, body: dict) -> str:

@@ -21,6 +21,7 @@ from switchyard_cli.common import (
     idempotency_key,
     int_list,
     output_option,
+    use_token_from,
     wait_options,
 )
 from switchyard_cli.output import upload_bar
@@ -28,9 +29,18 @@ from switchyard_cli.output import upload_bar
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="switchyard")
-def cli() -> None:
+@click.option(
+    "--token-env",
+    default=None,
+    metavar="NAME",
+    help="Read the token from this environment variable instead of SWITCHYARD_TOKEN (a CI "
+    "job with one token per role: `switchyard --token-env RELEASE_TOKEN release start ...`).",
+)
+def cli(token_env) -> None:
     """Switchyard's command-line client (server from SWITCHYARD_URL, token from
     SWITCHYARD_TOKEN or the config file `switchyard login` writes)."""
+    if token_env:
+        use_token_from(token_env)
 
 
 @cli.command()
@@ -68,17 +78,38 @@ def archive_of(directory: Path, folder: int | None) -> bytes:
     return buf.getvalue()
 
 
-def ensure_model(api: Client, name: str, team: str | None) -> None:
+SLA_FIELDS = ("p99_latency_ms", "min_success_rate", "max_queue_ms", "min_throughput_rps")
+
+
+def sla_options(fn):
+    """--p99-latency-ms, --min-success-rate (%), --max-queue-ms, --min-throughput-rps."""
+    for name in reversed(SLA_FIELDS):
+        flag = "--" + name.replace("_", "-")
+        fn = click.option(flag, name, type=float, default=None, help=f"SLA {name}.")(fn)
+    return fn
+
+
+def sla_of(opts: dict) -> dict:
+    """The SLA values given on the command line (taken out of opts)."""
+    values = {name: opts.pop(name, None) for name in SLA_FIELDS}
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def ensure_model(api: Client, name: str, team: str | None, sla: dict | None = None) -> None:
     try:
         api.request("GET", f"{API}/models/{name}/")
     except ApiError as exc:
         if exc.status != 404 or not team:
             raise
+        body = {"name": name, "team": team, **({"sla": sla} if sla else {})}
         try:
-            api.request("POST", f"{API}/models/", body={"name": name, "team": team})
+            created = api.request("POST", f"{API}/models/", body=body)
         except ApiError as again:
             if again.status != 409:  # created meanwhile by a parallel job
                 raise
+            return
+        for text in created.get("warnings") or []:
+            click.echo(f"switchyard: warning: {text}", err=True)
 
 
 @model.command("register")
@@ -89,22 +120,59 @@ def ensure_model(api: Client, name: str, team: str | None) -> None:
 @click.option("--folder", type=int, default=None, help="Upload only this version folder.")
 @click.option("--source-commit", default=None)
 @click.option("--notes", default=None)
+@click.option(
+    "--return-existing",
+    is_flag=True,
+    help="When MODEL already has a version with these files (a re-run of the same build), "
+    "answer that version instead of exiting 2 with the API's 409.",
+)
+@sla_options
 @wait_options
 @output_option
 @api_command
-def model_register(directory, model_name, label, team, folder, source_commit, notes, **opts):
-    """Upload DIR (config.pbtxt and one version folder) as a new version of MODEL."""
+def model_register(
+    directory, model_name, label, team, folder, source_commit, notes, return_existing, **opts
+):
+    """Upload DIR (config.pbtxt and one version folder) as a new version of MODEL (the SLA
+    options apply when --team creates the model; `model sla set` changes it later)."""
     api = client()
-    ensure_model(api, model_name, team)
+    ensure_model(api, model_name, team, sla_of(opts))
     data = archive_of(directory, folder)
     fields = {"label": label, "source_commit": source_commit, "notes": notes}
     with upload_bar(f"uploading {len(data)} bytes") as progress:
         path = f"{API}/models/{model_name}/versions/"
         key = idempotency_key(path, {"model": model_name, "version": label})
-        created = api.upload(path, fields, f"{label}.tar.gz", data, progress, key)
+        query = "?return_existing=true" if return_existing else ""
+        created = api.upload(path + query, fields, f"{label}.tar.gz", data, progress, key)
+    for text in created.get("warnings") or []:
+        click.echo(f"switchyard: warning: {text}", err=True)
     created.setdefault("id", f"{model_name}:{created.get('version')}")
     path = f"{API}/models/{model_name}/versions/{created.get('version')}/"
     finish(api, "version", path, created, opts)
+
+
+@model.group("sla")
+def model_sla() -> None:
+    """A model's SLA (what releases' gates and benchmarks judge against)."""
+
+
+@model_sla.command("set")
+@click.argument("name")
+@sla_options
+@output_option
+@api_command
+def model_sla_set(name, output, **opts):
+    """Set MODEL's SLA values given (the others are kept)."""
+    sla = sla_of(opts)
+    if not sla:
+        raise click.UsageError(
+            "give at least one of --" + ", --".join(SLA_FIELDS).replace("_", "-")
+        )
+    api = client()
+    current = api.request("GET", f"{API}/models/{name}/").get("sla") or {}
+    answer = api.request("PATCH", f"{API}/models/{name}/", body={"sla": {**current, **sla}})
+    text = ", ".join(f"{k} {v}" for k, v in (answer.get("sla") or {}).items() if v is not None)
+    emit(output, answer, f"{name}: SLA {text}")
 
 
 @cli.group()
@@ -158,6 +226,56 @@ def deploy(target, cluster, **opts):
     body = {"cluster": cluster, "model": name, "version": number}
     created = create(api, f"{API}/deployments/", body)
     finish(api, "deployment", f"{API}/deployments/{created['id']}/", created, opts)
+
+
+@cli.group()
+def team() -> None:
+    """Teams."""
+
+
+@team.command("list")
+@output_option
+@api_command
+def team_list(output):
+    """The teams (the names `model register --team` takes) and their members."""
+    api = client()
+    teams = api.request("GET", f"{API}/teams/", query={"limit": 1000})
+    for found in teams:
+        members = api.request("GET", f"{API}/teams/{found['name']}/members/", query={"limit": 1000})
+        found["members"] = [m.get("username") for m in members]
+    lines = [f"{t['name']}: {', '.join(t['members']) or '(no members)'}" for t in teams]
+    emit(output, teams, "\n".join(lines) or "no teams")
+
+
+@cli.group()
+def cluster() -> None:
+    """Clusters."""
+
+
+@cluster.command("show")
+@click.argument("name")
+@output_option
+@api_command
+def cluster_show(name, output):
+    """CLUSTER's router URL (where clients send inference), nodes and what each serves."""
+    api = client()
+    detail = api.request("GET", f"{API}/clusters/{name}/")
+    status = api.request("GET", f"{API}/clusters/{name}/status/")
+    router = detail.get("router") or {}
+    lines = [
+        f"{detail.get('name')} ({detail.get('environment')})",
+        f"  router: {router.get('url') or '(none)'}",
+    ]
+    for node in status.get("nodes", []):
+        loaded = ", ".join(
+            f"{model}:{','.join(str(v) for v in versions)}"
+            for model, versions in sorted((node.get("loaded") or {}).items())
+        )
+        lines.append(
+            f"  node {node.get('name')} {node.get('health')} {node.get('http_url')}: "
+            f"{loaded or 'serves nothing'}"
+        )
+    emit(output, {**detail, "status": status}, "\n".join(lines))
 
 
 cli.add_command(release)

@@ -1,8 +1,8 @@
 """One status vocabulary over the API's async resources (API 2.0.0): every version,
-deployment, benchmark and release answers `state`, `finished` and `outcome`; the CLI's exit
-code follows the outcome."""
+deployment, benchmark and release answers `state`, `finished`, `outcome` and
+`outcome_reason`, and `waiting_for` while a person must act; the CLI's exit code follows."""
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT, EXIT_NEEDS_PERSON = 0, 1, 2, 3, 4
 
 
 def state_of(payload: dict) -> str:
@@ -13,6 +13,11 @@ def state_of(payload: dict) -> str:
 def outcome_of(payload: dict) -> str | None:
     """succeeded | failed | rolled_back | cancelled, or None while unfinished."""
     return payload.get("outcome") if payload.get("finished") else None
+
+
+def waiting_for(payload: dict) -> str | None:
+    """What an unfinished resource waits for from a person (None: nothing)."""
+    return None if payload.get("finished") else (payload.get("waiting_for") or None)
 
 
 def exit_code(outcome: str | None) -> int:

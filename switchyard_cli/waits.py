@@ -4,7 +4,7 @@ import time
 from collections.abc import Callable
 
 from switchyard_cli.client import Client
-from switchyard_cli.outcome import outcome_of, state_of
+from switchyard_cli.outcome import outcome_of, state_of, waiting_for
 
 LONG_POLL_S = 20
 
@@ -15,8 +15,11 @@ def wait_until_finished(
     path: str,
     timeout_s: float,
     on_state: Callable[[dict], None] = lambda payload: None,
+    *,
+    stop_when_waiting: bool = True,
 ) -> tuple[dict, str | None]:
-    """(last payload, outcome); outcome None when timeout_s ran out first."""
+    """(last payload, outcome); outcome None when timeout_s ran out first, or when the
+    resource waits for a person (its `waiting_for`): waiting longer would not end it."""
     deadline = time.monotonic() + timeout_s
     while True:
         started = time.monotonic()
@@ -25,7 +28,8 @@ def wait_until_finished(
         payload = client.request("GET", path, query={"wait": wait or None}, timeout_s=wait + 30)
         on_state(payload)
         outcome = outcome_of(payload)
-        if outcome is not None or time.monotonic() >= deadline:
+        waits = stop_when_waiting and waiting_for(payload)
+        if outcome is not None or waits or time.monotonic() >= deadline:
             return payload, outcome
         # A server without long-polling answers at once: poll about once a second.
         pause = 1.0 - (time.monotonic() - started)

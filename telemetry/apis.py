@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import inputs
-from telemetry import selectors
+from telemetry import series
 
 _RELATIVE = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -37,6 +37,7 @@ class MetricsQuerySerializer(inputs.ChoicesListed):
     node = serializers.CharField(required=False, default="")
     since = serializers.CharField(required=False, default="1h")
     kind = serializers.ChoiceField(choices=["model", "node"], default="model")
+    shape = serializers.ChoiceField(choices=["points", "series"], default="points")
 
     def validate_since(self, value: str) -> datetime:
         return parse_since(value, now=timezone.now())
@@ -48,12 +49,14 @@ class MetricsQuerySerializer(inputs.ChoicesListed):
 
 
 class MetricsApi(APIView):
-    """Per-minute points per (cluster, model, version), summed over nodes unless `node`."""
+    """Points per (cluster, model, version), summed over nodes unless `node`, at the
+    resolution the range calls for (`step_s`: minutes up to about 33 h, then 5-minute,
+    hourly or daily sums; at most about 2,000 points per series)."""
 
     @extend_schema(
         parameters=[
             OpenApiParameter(name, str, required=False)
-            for name in ("cluster", "model", "version", "node", "since", "kind")
+            for name in ("cluster", "model", "version", "node", "since", "kind", "shape")
         ],
         responses={200: dict},
     )
@@ -62,13 +65,28 @@ class MetricsApi(APIView):
         query.is_valid(raise_exception=True)
         q = query.validated_data
         if q["kind"] == "node":
-            points = selectors.node_series(since=q["since"], cluster=q["cluster"], node=q["node"])
+            step, points = series.node_series(
+                since=q["since"], cluster=q["cluster"], node=q["node"]
+            )
+            keys, fields = ("cluster", "node"), series.NODE_FIELDS
+            points = [{**p, "cluster": q["cluster"]} for p in points]
         else:
-            points = selectors.metric_series(
+            step, points = series.model_series(
                 since=q["since"],
                 cluster=q["cluster"],
                 model=q["model"],
                 version=q["version"],
                 node=q["node"],
             )
-        return Response({"since": q["since"].isoformat(), "kind": q["kind"], "points": points})
+            keys, fields = ("cluster", "model", "version"), series.MODEL_FIELDS
+        answer = {
+            "since": q["since"].isoformat(),
+            "kind": q["kind"],
+            "step_s": step.seconds,
+            "resolution": step.name,
+        }
+        if q["shape"] == "series":
+            answer["series"] = series.as_columns(points, keys=keys, fields=fields)
+        else:
+            answer["points"] = points
+        return Response(answer)

@@ -1,6 +1,8 @@
 """The collector's core: one `tick(now)` scrapes every node, publishes live points per
 cluster and per model, and accumulates per-minute rollups. Fetch, publish and store are
-injected, so tests drive ticks with explicit times against real or recorded endpoints.
+injected, so tests drive ticks with explicit times against real or recorded endpoints; so
+are the reads of the control plane's own traffic, taken off Triton's counts
+(telemetry/own_split.py).
 
 A node that does not answer is published as stale and its previous snapshot forgotten:
 the next answer is a new baseline, so an interval never spans a restart (no negative
@@ -23,6 +25,7 @@ from integrations.triton.metrics import (
     parse_metrics,
 )
 from telemetry import events
+from telemetry.own_split import Counts, Own, Split, own_deltas, split_interval
 from telemetry.rollups import RollupBuffer, RollupRow, SeriesDelta, series_delta
 from telemetry.scrape import ScrapeError, http_get
 
@@ -31,6 +34,12 @@ log = logging.getLogger(__name__)
 FetchFn = Callable[[str, float], Awaitable[str]]
 PublishFn = Callable[[dict[str, list[dict]]], Awaitable[None]]
 StoreFn = Callable[[list[RollupRow]], Awaitable[None]]
+# (cluster, node) pairs -> their own-traffic counters (deployments/own_traffic.py).
+OwnReadFn = Callable[[list[tuple[str, str]]], Awaitable[dict[tuple[str, str], Counts]]]
+# (cluster, node, [(model, version, origin)]): drop those own counters of the node.
+OwnForgetFn = Callable[[str, str, list[tuple[str, str, str]]], Awaitable[None]]
+# Own counters of a series the node has not shown for this long are dropped.
+OWN_FORGET_AFTER_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,8 @@ class NodeResult:
     stats: IntervalStats | None
     deltas: dict[tuple[str, str], SeriesDelta] = field(default_factory=dict)
     error: str = ""
+    # Set by the collector when own traffic was read: the split of each series' interval.
+    splits: dict[tuple[str, str], Split] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,6 +111,14 @@ class ScrapeSource(Source):
             if delta is not None:
                 deltas[key] = delta
         return NodeResult(target.cluster, target.node, stats, deltas)
+
+
+def _client_rates(series: ModelInterval, split: Split, dt_s: float) -> None:
+    """Live points show client traffic: the rates of a split interval are the clients'."""
+    if series.status != "ok" or dt_s <= 0:
+        return
+    series.request_rate = split.requests / dt_s
+    series.success_rate_pct = split.successes / split.requests * 100.0 if split.requests else None
 
 
 def _weighted(items: list[tuple[float | None, float]]) -> float | None:
@@ -179,17 +198,25 @@ class Collector:
         *,
         publish: PublishFn | None = None,
         store: StoreFn | None = None,
+        own_read: OwnReadFn | None = None,
+        own_forget: OwnForgetFn | None = None,
     ) -> None:
         self.sources, self.publish, self.store = sources, publish, store
+        self.own_read, self.own_forget = own_read, own_forget
+        self.own_absent_since: dict[tuple[str, ...], float] = {}  # per node and counter
+        self.own_last: dict[tuple[str, str], Counts] = {}  # per (cluster, node)
+        self.own_carry: dict[tuple[str, str, str, str], Own] = {}  # per node and series
         self.rollups = RollupBuffer()
         self.unstored: list[RollupRow] = []  # finished minutes a failed store left behind
         self.last_failed: list[tuple[str, str]] = []  # (cluster, node) stale in the last tick
 
     async def tick(self, now: float) -> dict[str, list[dict]]:
         """One round: collect, publish (never raises for a bad node), roll up; the payloads."""
+        own_before = await self._read_own(sorted(self.own_last))
         per_source = await asyncio.gather(*(s.collect(now) for s in self.sources))
         results = [r for batch in per_source for r in batch]
         self.last_failed = [(r.cluster, r.node) for r in results if r.stats is None]
+        await self._split_own(results, now, own_before)
         payloads = build_payloads(results, now)
         if self.publish is not None and payloads:
             try:
@@ -200,6 +227,108 @@ class Collector:
         await self.flush(now)
         return payloads
 
+    async def _read_own(self, nodes: list[tuple[str, str]]) -> dict | None:
+        """The nodes' own counters; None when they could not be read (Redis away)."""
+        if self.own_read is None or not nodes:
+            return {}
+        try:
+            return await self.own_read(nodes)
+        except Exception:
+            log.exception("reading own traffic failed; this interval counts it as clients'")
+            return None
+
+    async def _split_own(self, results: list[NodeResult], now: float, before: dict | None):
+        """Take the control plane's own requests off each interval (telemetry/own_split.py).
+
+        The own counters are read just before the scrape: an own request is counted once
+        answered, after Triton counted it, so every one in the reading is in the scrape
+        too (or in an earlier one: `RollupBuffer.take_back`). A node without a reading yet
+        is read after its scrape, as the baseline of both. Without own counters (Redis
+        away) the interval stays Triton's whole count and the next reading is a baseline.
+        """
+        live = [(r.cluster, r.node) for r in results if r.stats is not None]
+        for key in set(self.own_last) - set(live):  # stale, or no longer scraped
+            self._forget_own(*key)
+        if self.own_read is None or not live:
+            return
+        if before is None:
+            for cluster, node in live:
+                self._forget_own(cluster, node)
+            return
+        readings = dict(before)
+        first = [key for key in live if key not in readings]
+        if first:
+            readings.update(await self._read_own(first) or {})
+        for r in results:
+            key = (r.cluster, r.node)
+            if r.stats is not None and key in readings:
+                self._split_node(r, readings[key])
+        await self._forget_unloaded(results, now)
+
+    async def _forget_unloaded(self, results: list[NodeResult], now: float) -> None:
+        """Drop the own counters of series a node has not shown for OWN_FORGET_AFTER_S (a
+        smoke test's or a benchmark's temporary model, a version unloaded): nothing can be
+        split against them any more, and the node's counters stay small."""
+        if self.own_forget is None:
+            return
+        for r in results:
+            node = (r.cluster, r.node)
+            reading = self.own_last.get(node)
+            if r.stats is None or not reading:
+                continue
+            shown = {(s.model, s.version) for s in r.stats.models}
+            stale = []
+            for key in reading:
+                since = self.own_absent_since.setdefault((*node, *key), now)
+                if key[:2] in shown:
+                    del self.own_absent_since[(*node, *key)]
+                elif now - since >= OWN_FORGET_AFTER_S:
+                    stale.append(key)
+            if not stale:
+                continue
+            try:
+                await self.own_forget(r.cluster, r.node, stale)
+            except Exception:
+                log.exception("forgetting own counters of %s/%s failed", r.cluster, r.node)
+                continue
+            for key in stale:
+                reading.pop(key, None)
+                self.own_absent_since.pop((*node, *key), None)
+
+    def _forget_own(self, cluster: str, node: str) -> None:
+        self.own_last.pop((cluster, node), None)
+        for kept in (self.own_carry, self.own_absent_since):
+            for key in [k for k in kept if k[:2] == (cluster, node)]:
+                del kept[key]
+
+    def _split_node(self, r: NodeResult, reading: Counts) -> None:
+        own = own_deltas(self.own_last.get((r.cluster, r.node)), reading)
+        self.own_last[(r.cluster, r.node)] = reading
+        for series in r.stats.models:
+            key = (series.model, series.version)
+            carry_key = (r.cluster, r.node, *key)
+            carried = self.own_carry.pop(carry_key, Own())
+            if series.status == "new":
+                continue  # a baseline: Triton's interval is not counted, nor is its own
+            delta = r.deltas.get(key)
+            mine = own.get(key, Own())
+            if delta is None:  # a reset: only the own requests and the flag are kept
+                split = split_interval(None, None, mine, carried)
+                if split.is_inexact:
+                    r.deltas[key] = SeriesDelta()
+            else:
+                split = split_interval(delta.successes, delta.failures, mine, carried)
+                delta.requests, delta.successes = split.requests, split.successes
+                delta.failures = split.failures
+            if split.carry.requests:  # own requests Triton showed earlier, or will
+                left = self.rollups.take_back(
+                    *carry_key, split.carry.successes, split.carry.failures
+                )
+                if any(left):
+                    self.own_carry[carry_key] = Own(successes=left[0], failures=left[1])
+            r.splits[key] = split
+            _client_rates(series, split, r.stats.dt_s)
+
     def _roll_up(self, results: list[NodeResult], now: float) -> None:
         for r in results:
             if r.stats is None:
@@ -207,7 +336,8 @@ class Collector:
             gpus = [g.utilization for g in r.stats.gpus]
             self.rollups.add_node(r.cluster, r.node, now, r.stats.cpu_utilization, gpus)
             for (model, version), delta in r.deltas.items():
-                self.rollups.add_series(r.cluster, r.node, model, version, now, delta)
+                split = r.splits.get((model, version))
+                self.rollups.add_series(r.cluster, r.node, model, version, now, delta, split)
 
     async def flush(self, now: float | None = None) -> list[RollupRow]:
         """Store every minute before `now` (all minutes when now is None); the rows.

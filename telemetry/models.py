@@ -9,8 +9,15 @@ class Rollup(models.Model):
     """One minute of one node: model counters' deltas, or node gauges when model is ''.
 
     Latency sums are microseconds (Triton's own unit) so rollups add up exactly; the
-    averages are sum / successes. `p99_ms` is the largest p99 seen in the minute (quantiles
-    never average). Node rows (model_name '') carry only the utilization averages.
+    averages are sum / (successes + own_successes). `p99_ms` is the largest p99 seen in the
+    minute (quantiles never average). Node rows (model_name '') carry only the utilization
+    averages.
+
+    `requests`, `successes` and `failures` are the clients' own: the control plane's own
+    requests (probes, push warm-ups, smoke tests, benchmarks) are taken off Triton's counts
+    and kept per origin in `*_requests` (telemetry/own_split.py). `split_inexact`: some
+    interval of the minute could not be split exactly (a counter reset, or an own request
+    Triton never counted); its counts were clamped or dropped, never guessed.
     """
 
     cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="rollups")
@@ -28,6 +35,12 @@ class Rollup(models.Model):
     cpu_util_avg = models.FloatField(null=True, blank=True)
     gpu_util_avg = models.FloatField(null=True, blank=True)
     samples = models.PositiveIntegerField(default=0)
+    probe_requests = models.BigIntegerField(default=0)
+    warmup_requests = models.BigIntegerField(default=0)
+    smoke_requests = models.BigIntegerField(default=0)
+    benchmark_requests = models.BigIntegerField(default=0)
+    own_successes = models.BigIntegerField(default=0)
+    split_inexact = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["minute", "node_name", "model_name", "version"]

@@ -64,6 +64,9 @@ class _Gauges:
         return cpu, (self.gpu_sum / self.gpu_n if self.gpu_n else None)
 
 
+OWN_COLUMNS = ("probe_requests", "warmup_requests", "smoke_requests", "benchmark_requests")
+
+
 @dataclass
 class RollupRow:
     """One finished minute of one series; model '' is the node's own row."""
@@ -83,6 +86,22 @@ class RollupRow:
     cpu_util_avg: float | None = None
     gpu_util_avg: float | None = None
     samples: int = 0
+    # The control plane's own requests (telemetry/own_split.py); requests above are clients'.
+    probe_requests: float = 0.0
+    warmup_requests: float = 0.0
+    smoke_requests: float = 0.0
+    benchmark_requests: float = 0.0
+    own_successes: float = 0.0
+    split_inexact: bool = False
+
+    def add_own(self, own, is_inexact: bool) -> None:
+        """Add one interval's own requests (an own_split.Own) to their columns."""
+        for origin, n in own.by_origin.items():
+            column = f"{origin}_requests"
+            if column in OWN_COLUMNS:  # an origin this code does not know counts nowhere
+                setattr(self, column, getattr(self, column) + n)
+        self.own_successes += own.successes
+        self.split_inexact = self.split_inexact or is_inexact
 
 
 NodeKey = tuple[str, str, float]  # cluster, node, minute
@@ -105,8 +124,11 @@ class RollupBuffer:
         self.rows.setdefault(key, {})
         self.gauges.setdefault(key, _Gauges()).add(cpu, [g for g in gpus if g is not None])
 
-    def add_series(self, cluster: str, node: str, model: str, version: str, ts: float, d) -> None:
-        """Add one interval's SeriesDelta to the minute in which it ended."""
+    def add_series(
+        self, cluster: str, node: str, model: str, version: str, ts: float, d, split=None
+    ) -> None:
+        """Add one interval's SeriesDelta (clients' counts when `split`, an own_split.Split,
+        says what was the control plane's own) to the minute in which it ended."""
         minute = self.minute_of(ts)
         per_node = self.rows.setdefault((cluster, node, minute), {})
         row = per_node.get((model, version))
@@ -121,6 +143,27 @@ class RollupBuffer:
         if d.p99_ms is not None:
             row.p99_ms = d.p99_ms if row.p99_ms is None else max(row.p99_ms, d.p99_ms)
         row.samples += 1
+        if split is not None:
+            row.add_own(split.own, split.is_inexact)
+
+    def take_back(
+        self, cluster: str, node: str, model: str, version: str, successes: float, failures: float
+    ) -> tuple[float, float]:
+        """Take up to these counts off the client counts of the series' rows still buffered,
+        newest minute first (own requests counted after Triton's scrape showed them); what
+        could not be taken back, (successes, failures)."""
+        minutes = sorted((k for k in self.rows if k[:2] == (cluster, node)), reverse=True)
+        for key in minutes:
+            row = self.rows[key].get((model, version))
+            if row is None:
+                continue
+            took_s, took_f = min(successes, row.successes), min(failures, row.failures)
+            row.successes, row.failures = row.successes - took_s, row.failures - took_f
+            row.requests -= took_s + took_f
+            successes, failures = successes - took_s, failures - took_f
+            if not successes and not failures:
+                break
+        return successes, failures
 
     def pop_completed(self, now: float | None = None) -> list[RollupRow]:
         """Rows of every minute before the one `now` is in (all of them when now is None)."""

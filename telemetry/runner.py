@@ -11,6 +11,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
 
+from deployments import own_traffic
 from telemetry import events, recent, selectors, services, status
 from telemetry.collector import Collector, ScrapeSource
 from telemetry.prometheus import PrometheusSource
@@ -28,6 +29,16 @@ async def channel_publish(payloads: dict[str, list[dict]]) -> None:
         await asyncio.to_thread(recent.recent_record, payloads=payloads, now=time.time())
     except Exception:  # a Redis hiccup costs the buffer a tick, never the collector
         log.exception("buffering recent live points failed")
+
+
+async def own_read(nodes: list[tuple[str, str]]) -> dict:
+    """The own-traffic counters of these nodes (read just before their scrape)."""
+    return await asyncio.to_thread(own_traffic.own_counts_read, nodes)
+
+
+async def own_forget(cluster: str, node: str, keys: list[tuple[str, str, str]]) -> None:
+    """Drop own counters the collector no longer needs (series the node stopped showing)."""
+    await asyncio.to_thread(own_traffic.own_counts_forget, cluster=cluster, node=node, keys=keys)
 
 
 async def store_rollups(rows: list[RollupRow]) -> None:
@@ -58,7 +69,13 @@ class CollectorRunner:
         timeout = timeout_s or min(settings.TELEMETRY_SCRAPE_TIMEOUT_S, interval_s * 0.8)
         self.scrape = ScrapeSource([], timeout_s=timeout)
         self.prometheus: dict[str, PrometheusSource] = {}
-        self.collector = Collector([self.scrape], publish=channel_publish, store=store_rollups)
+        self.collector = Collector(
+            [self.scrape],
+            publish=channel_publish,
+            store=store_rollups,
+            own_read=own_read,
+            own_forget=own_forget,
+        )
 
     async def refresh_sources_or_keep(self) -> bool:
         """`refresh_sources`, or keep the sources as they are when the database cannot be

@@ -9,16 +9,13 @@ from urllib.parse import urlsplit
 
 import redis
 from django.conf import settings
-from django.db.models import Avg, F, Max, Sum
 
 from deployments.models import TritonCluster, TritonNode
 from deployments.validation import cluster_metrics, node_urls_check
 from integrations.metrics_source import MetricsSettings, MetricsSettingsError
-from telemetry import events, recent, status
+from telemetry import events, recent, resolution, series, status
 from telemetry.collector import Target
-from telemetry.models import Rollup
 
-MAX_POINTS = 20000
 log = logging.getLogger(__name__)
 
 
@@ -81,28 +78,6 @@ def prometheus_clusters() -> list[PrometheusCluster]:
     return out
 
 
-def _ratio(num, den, scale=1.0):
-    return round(num / den * scale, 3) if num is not None and den else None
-
-
-def _model_point(row: dict) -> dict:
-    requests, successes = row["requests"] or 0, row["successes"] or 0
-    return {
-        "ts": row["minute"].isoformat(),
-        "cluster": row["cluster__name"],
-        "model": row["model_name"],
-        "version": row["version"],
-        "requests": requests,
-        "failures": row["failures"] or 0,
-        "request_rate": round(requests / 60.0, 3),
-        "success_rate": _ratio(successes, requests, 100.0),
-        "avg_ms": _ratio(row["request_us"], successes, 1e-3),
-        "queue_ms": _ratio(row["queue_us"], successes, 1e-3),
-        "compute_ms": _ratio(row["compute_us"], successes, 1e-3),
-        "p99_ms": row["p99_ms"],
-    }
-
-
 def metric_series(
     *,
     since: datetime,
@@ -113,50 +88,20 @@ def metric_series(
     node: str = "",
 ) -> list[dict]:
     """Per-minute points per (cluster, model, version), summed over nodes unless `node`."""
-    rows = Rollup.objects.filter(minute__gte=since).exclude(model_name="")
-    if until is not None:
-        rows = rows.filter(minute__lt=until)
-    for field, value in (
-        ("cluster__name", cluster),
-        ("model_name", model),
-        ("version", version),
-        ("node_name", node),
-    ):
-        if value:
-            rows = rows.filter(**{field: value})
-    grouped = (
-        rows.values("minute", "cluster__name", "model_name", "version")
-        .annotate(
-            requests=Sum("requests"),
-            successes=Sum("successes"),
-            failures=Sum("failures"),
-            request_us=Sum("request_us"),
-            queue_us=Sum("queue_us"),
-            compute_us=Sum("compute_us"),
-            p99_ms=Max("p99_ms"),
-        )
-        .order_by("minute", "cluster__name", "model_name", F("version").asc())
-    )
-    return [_model_point(row) for row in grouped[:MAX_POINTS]]
+    return series.model_series(
+        since=since,
+        until=until,
+        cluster=cluster,
+        model=model,
+        version=version,
+        node=node,
+        step=resolution.MINUTE,
+    )[1]
 
 
 def node_series(*, since: datetime, cluster: str, node: str = "") -> list[dict]:
     """Per-minute CPU and GPU utilization averages of each node of a cluster."""
-    rows = Rollup.objects.filter(minute__gte=since, cluster__name=cluster, model_name="")
-    if node:
-        rows = rows.filter(node_name=node)
-    grouped = rows.values("minute", "node_name").annotate(
-        cpu=Avg("cpu_util_avg"), gpu=Avg("gpu_util_avg")
-    )
-    return [
-        {
-            "ts": r["minute"].isoformat(),
-            "node": r["node_name"],
-            "cpu_util": r["cpu"],
-            "gpu_util": r["gpu"],
-        }
-        for r in grouped.order_by("minute", "node_name")[:MAX_POINTS]
-    ]
+    return series.node_series(since=since, cluster=cluster, node=node, step=resolution.MINUTE)[1]
 
 
 # A live page opens with this much of the recent past drawn (rollups, then the buffer).

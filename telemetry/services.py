@@ -23,8 +23,10 @@ log = logging.getLogger(__name__)
 _UPSERT = """
 INSERT INTO telemetry_rollup (
     cluster_id, node_name, model_name, version, minute, requests, successes, failures,
-    request_us, queue_us, compute_us, p99_ms, cpu_util_avg, gpu_util_avg, samples
-) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    request_us, queue_us, compute_us, p99_ms, cpu_util_avg, gpu_util_avg, samples,
+    probe_requests, warmup_requests, smoke_requests, benchmark_requests, own_successes,
+    split_inexact
+) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (cluster_id, node_name, model_name, version, minute) DO UPDATE SET
     requests = telemetry_rollup.requests + EXCLUDED.requests,
     successes = telemetry_rollup.successes + EXCLUDED.successes,
@@ -33,6 +35,12 @@ ON CONFLICT (cluster_id, node_name, model_name, version, minute) DO UPDATE SET
     queue_us = telemetry_rollup.queue_us + EXCLUDED.queue_us,
     compute_us = telemetry_rollup.compute_us + EXCLUDED.compute_us,
     samples = telemetry_rollup.samples + EXCLUDED.samples,
+    probe_requests = telemetry_rollup.probe_requests + EXCLUDED.probe_requests,
+    warmup_requests = telemetry_rollup.warmup_requests + EXCLUDED.warmup_requests,
+    smoke_requests = telemetry_rollup.smoke_requests + EXCLUDED.smoke_requests,
+    benchmark_requests = telemetry_rollup.benchmark_requests + EXCLUDED.benchmark_requests,
+    own_successes = telemetry_rollup.own_successes + EXCLUDED.own_successes,
+    split_inexact = telemetry_rollup.split_inexact OR EXCLUDED.split_inexact,
     p99_ms = GREATEST(telemetry_rollup.p99_ms, EXCLUDED.p99_ms),
     cpu_util_avg = COALESCE(EXCLUDED.cpu_util_avg, telemetry_rollup.cpu_util_avg),
     gpu_util_avg = COALESCE(EXCLUDED.gpu_util_avg, telemetry_rollup.gpu_util_avg)
@@ -57,6 +65,12 @@ def _values(row: RollupRow, cluster_id: int) -> tuple:
         row.cpu_util_avg,
         row.gpu_util_avg,
         row.samples,
+        round(row.probe_requests),
+        round(row.warmup_requests),
+        round(row.smoke_requests),
+        round(row.benchmark_requests),
+        round(row.own_successes),
+        row.split_inexact,
     )
 
 

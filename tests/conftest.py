@@ -3,7 +3,9 @@
 Every process a fixture starts is stopped by it, also when the test fails.
 """
 
+import contextlib
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -21,6 +23,11 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
+# The key the suite's Triton nodes ask for on model control, new per test session; every
+# process the tests start inherits it (SWITCHYARD_TRITON_DEFAULT_KEY_REF in the test
+# settings names this variable). Never printed.
+NODE_KEY_ENV = "SWITCHYARD_NODE_KEY_TEST"
+os.environ.setdefault(NODE_KEY_ENV, secrets.token_urlsafe(32))
 
 
 def database_url() -> str:
@@ -79,13 +86,21 @@ def wait_for(predicate, *, timeout_s: float, what: str, proc=None, log: Path | N
 # ---------------------------------------------------------------- Triton
 
 
+def session_node_key():
+    """The session's node key (a NodeKey under the configured header)."""
+    from integrations.triton.restricted import NodeKey
+
+    return NodeKey(settings.SWITCHYARD_TRITON_KEY_HEADER, os.environ[NODE_KEY_ENV])
+
+
 @pytest.fixture(scope="session")
 def triton_cluster(tmp_path_factory):
-    """Two real tritonserver nodes (explicit mode, free ports), stopped at session end."""
+    """Two real tritonserver nodes (explicit mode, free ports, model control restricted to
+    the session's node key), stopped at session end."""
     from integrations.triton.local import start_cluster
 
     work = tmp_path_factory.mktemp("triton")
-    cluster = start_cluster(2, work, metrics_interval_ms=1000)
+    cluster = start_cluster(2, work, metrics_interval_ms=1000, node_key=session_node_key())
     _SESSION_CLUSTERS.append(cluster)
     try:
         yield cluster
@@ -106,6 +121,25 @@ def _signal_name(code: int | None) -> str:
         return f"killed by {signal.Signals(-code).name}"
     except ValueError:
         return f"killed by signal {-code}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_traffic_counters_left_behind():
+    """Probes, warm-ups and smoke tests of the session count their requests in the test
+    Redis (deployments/own_traffic.py): none of those counters outlives the session."""
+    yield
+    import redis
+
+    from deployments.own_traffic import KEY_PREFIX
+
+    try:
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
+        keys = list(client.scan_iter(f"{KEY_PREFIX}*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+    except redis.RedisError:
+        pass  # Redis is away (a fault test stopped it): its counters expire on their own
 
 
 @pytest.fixture(autouse=True)
@@ -166,7 +200,8 @@ def start_celery_worker(
 ) -> WorkerHandle:
     """Start a real Celery worker process for base queue `queue` (a new one by default) and
     wait for it. It serves every lane's queue of that base (controlplane/queues.py) unless
-    `lanes` names the queues it serves; `env` adds environment variables."""
+    `lanes` names the queues it serves; `env` adds environment variables (or overrides these:
+    its storage root is the settings' unless `env` names one)."""
     from controlplane.celery import app
     from controlplane.queues import all_queues
 
@@ -190,9 +225,11 @@ def start_celery_worker(
         "--loglevel=INFO",
     ]
     environment = child_environment(
-        SWITCHYARD_CELERY_QUEUE=queue,
-        SWITCHYARD_STORAGE_ROOT=str(settings.SWITCHYARD_STORAGE_ROOT),
-        **(env or {}),
+        **{
+            "SWITCHYARD_CELERY_QUEUE": queue,
+            "SWITCHYARD_STORAGE_ROOT": str(settings.SWITCHYARD_STORAGE_ROOT),
+            **(env or {}),
+        }
     )
     with open(log, "ab") as out:
         proc = subprocess.Popen(
@@ -223,22 +260,106 @@ def celery_worker(transactional_db, tmp_path):
         handle.stop()
 
 
+@pytest.fixture(scope="session")
+def lanes(django_db_setup, tmp_path_factory):
+    """A worker per lane for the whole session, on a base queue of its own (tests/ticking.py):
+    release ticks and the loads they start run there as in production. Its artifacts live in
+    one session folder (`lanes.storage`; content-addressed, so tests share it safely)."""
+    from tests.faults.conftest import drop_queues
+    from tests.ticking import Lanes
+
+    root = tmp_path_factory.mktemp("lanes")
+    env = {"SWITCHYARD_STORAGE_ROOT": str(root / "artifacts"), "SWITCHYARD_DEPLOY_DRAIN_S": "0.2"}
+    workers = Lanes(root, env=env)
+    workers.storage = root / "artifacts"
+    try:
+        yield workers.start()
+    finally:
+        workers.stop()
+        drop_queues(workers.base)
+
+
 # ---------------------------------------------------------------- ASGI server
 
 
+class SharedDaphne:
+    """The session's daphne (the real ASGI app on the test database): started on first use,
+    and again if it died or if the environment a child would get differs from the one it
+    was started with (a test that set SWITCHYARD_* variables gets a server that reads
+    them, and the next test one without them); stopped at session end."""
+
+    def __init__(self, log: Path):
+        self.log, self.address = log, ""
+        self._proc, self._stack, self._env = None, None, None
+
+    def running(self) -> str:
+        env = {k: v for k, v in child_environment().items() if not k.startswith("PYTEST_")}
+        if self._proc is None or self._proc.poll() is not None or env != self._env:
+            self.stop()
+            self._stack = contextlib.ExitStack()
+            self._proc, port = self._stack.enter_context(daphne_process(self.log, mode="ab"))
+            self.address, self._env = f"127.0.0.1:{port}", env
+        return self.address
+
+    def stop(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+            self._proc, self._stack, self._env = None, None, None
+
+
+@pytest.fixture(scope="session")
+def shared_daphne(django_db_setup, tmp_path_factory):
+    """One daphne for the tests that only talk to the app (each test's rows are its own:
+    the database is flushed after each transactional test, and the server reads what the
+    running test wrote). Its log is appended to for the whole session."""
+    shared = SharedDaphne(tmp_path_factory.mktemp("daphne") / "daphne.log")
+    try:
+        yield shared
+    finally:
+        shared.stop()
+
+
 @pytest.fixture
-def daphne_server(transactional_db, tmp_path):
-    """The real ASGI app (HTTP + websockets) served by daphne on a free port."""
-    yield from serve_daphne(tmp_path / "daphne.log")
+def daphne_server(transactional_db, shared_daphne):
+    """'host:port' of the real ASGI app (HTTP + websockets) served by the session's daphne."""
+    return shared_daphne.running()
+
+
+@pytest.fixture
+def daphne_log(shared_daphne):
+    """The shared daphne's log as this test sees it: read() gives what was written since the
+    test began."""
+    return LogSince(shared_daphne.log)
+
+
+class LogSince:
+    """A log file read from where it ended when this object was made."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = path.stat().st_size if path.exists() else 0
+
+    def read(self) -> str:
+        with open(self.path, "rb") as log:
+            log.seek(self.offset)
+            return log.read().decode(errors="replace")
 
 
 def serve_daphne(log: Path, **env: str):
     """Start daphne on a free port (its environment plus `env`), yield 'host:port' once it
     answers, stop it after."""
+    with daphne_process(log, **env) as (_proc, port):
+        yield f"127.0.0.1:{port}"
+
+
+@contextlib.contextmanager
+def daphne_process(log: Path, mode: str = "wb", **env: str):
+    """Like serve_daphne, yielding (the daphne process, its port): for tests that watch it.
+    The log is opened with `mode` ("ab" appends)."""
     from integrations.triton.local import free_ports
 
     (port,) = free_ports(1)
-    with open(log, "wb") as out:
+    with open(log, mode) as out:
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -269,7 +390,7 @@ def serve_daphne(log: Path, **env: str):
                 conn.close()
 
         wait_for(answers, timeout_s=30, what="daphne", proc=proc, log=log)
-        yield f"127.0.0.1:{port}"
+        yield proc, port
     finally:
         stop_process(proc)
 

@@ -12,6 +12,7 @@ from controlplane.env import (
     var_dir,
 )
 from controlplane.queues import all_queues
+from integrations.triton.model_config.untrusted import DEFAULT_ALLOWED_BACKENDS
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=DEV_SECRET_KEY)
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
@@ -20,7 +21,7 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "accounts.admin_site.SwitchyardAdminConfig",  # django.contrib.admin, sign-in throttled
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -53,6 +54,8 @@ MIDDLEWARE = [
     "controlplane.static_files.AsyncWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before the CSRF check parses a sign-in form: a throttled IP costs no parsing.
+    "accounts.admin_site.AdminLoginThrottleMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -113,18 +116,29 @@ def redis_connection_options() -> dict:
 
 
 # Shared by every process: sign-in failure counters, API throttles, websocket tickets.
+# Values are JSON, never pickle: whoever can write a key must not run code in the processes
+# that read it (audit/cache_json.py; docs/SECURITY.md "The cache holds JSON").
+CACHE_OPTIONS = {**redis_connection_options(), "serializer": "audit.cache_json.JsonSerializer"}
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": env.str("SWITCHYARD_CACHE_KEY_PREFIX", default="switchyard"),
-        "OPTIONS": redis_connection_options(),
+        "OPTIONS": CACHE_OPTIONS,
     }
 }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+# Argon2id first (accounts/hashers.py, docs/SECURITY.md "Password hashing"): new passwords get
+# it, and a hash of any hasher below is re-hashed with it at the user's next sign-in.
+PASSWORD_HASHERS = [
+    "accounts.hashers.SwitchyardArgon2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
 ]
 LOGIN_URL = "login"
 # ModelBackend, but the password hash runs with the pooled connection given back
@@ -137,6 +151,8 @@ SWITCHYARD_SIGNIN_MAX_FAILURES_PER_USER = env.int("SWITCHYARD_SIGNIN_MAX_FAILURE
 SWITCHYARD_SIGNIN_MAX_FAILURES_PER_IP = env.int("SWITCHYARD_SIGNIN_MAX_FAILURES_PER_IP", 20)
 SWITCHYARD_SIGNIN_WINDOW_S = env.int("SWITCHYARD_SIGNIN_WINDOW_S", default=300)
 SWITCHYARD_CLIENT_IP_HEADER = env.str("SWITCHYARD_CLIENT_IP_HEADER", default="")
+# Proxies in front that append to X-Forwarded-For (0: the header is ignored; accounts/client_ip.py).
+SWITCHYARD_PROXY_COUNT = env.int("SWITCHYARD_PROXY_COUNT", default=0)
 SWITCHYARD_API_TOKEN_TTL_DAYS = env.float("SWITCHYARD_API_TOKEN_TTL_DAYS", default=30.0)
 SWITCHYARD_WS_TICKET_TTL_S = env.int("SWITCHYARD_WS_TICKET_TTL_S", default=60)
 # Expired and revoked tokens stay listed this long (who had access, for reviews), then go.
@@ -218,6 +234,8 @@ CHANNEL_LAYERS = {
         "CONFIG": {
             "hosts": [channel_layer_host(REDIS_URL)],
             "prefix": env.str("SWITCHYARD_CHANNEL_LAYER_PREFIX", default="switchyard"),
+            # msgpack (channels_redis's default, named so it stays so): never pickle.
+            "serializer_format": "msgpack",
         },
     }
 }
@@ -230,8 +248,11 @@ CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
 # (`apply_async(ignore_result=False)` where a caller wants the value).
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = env.str("SWITCHYARD_CELERY_QUEUE", default="switchyard")
+# JSON only, for tasks and results alike: a message planted in Redis is never unpickled.
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_RESULT_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_EXPIRES = 3600
 # Every task gets limits; long tasks (pushes, benchmarks) set their own.
 CELERY_TASK_SOFT_TIME_LIMIT = 120
@@ -259,6 +280,12 @@ SWITCHYARD_HEALTH_MIN_SUCCESS_RATE = env.float("SWITCHYARD_HEALTH_MIN_SUCCESS_RA
 SWITCHYARD_LEAK_CYCLES = env.int("SWITCHYARD_LEAK_CYCLES", default=5)
 SWITCHYARD_LEAK_THRESHOLD_MIB = env.float("SWITCHYARD_LEAK_THRESHOLD_MIB", default=256.0)
 SWITCHYARD_DRIFT_ALERT_PASSES = env.int("SWITCHYARD_DRIFT_ALERT_PASSES", default=3)
+# The cluster page reads what every node answered from the shared cache, never the nodes
+# themselves (deployments/node_status.py): beat reads them every REFRESH_S; a reading older
+# than STALE_S is marked so (and one refresh queued); one is kept for KEEP_S.
+SWITCHYARD_CLUSTER_STATUS_REFRESH_S = env.float("SWITCHYARD_CLUSTER_STATUS_REFRESH_S", default=5.0)
+SWITCHYARD_CLUSTER_STATUS_STALE_S = env.float("SWITCHYARD_CLUSTER_STATUS_STALE_S", default=30.0)
+SWITCHYARD_CLUSTER_STATUS_KEEP_S = env.float("SWITCHYARD_CLUSTER_STATUS_KEEP_S", default=3600.0)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The one beat schedule, all of it here: each entry says why it runs at its cadence
 # (docs/ARCHITECTURE.md's beat table lists them; a test compares the two).
@@ -274,6 +301,16 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "releases.tick_active",
         "schedule": 1.0,
         "options": {"expires": SWITCHYARD_TICK_EXPIRES_S},
+    },
+    # Every 10 s, like reconcile: a pod that starts becomes a node within one pass, and one
+    # that is gone leaves its cluster and router within a pass and a router sync; a pass with
+    # nothing configured reads one setting, otherwise it is one DNS lookup per cluster.
+    "deployments-discover-nodes": {"task": "deployments.discover_nodes", "schedule": 10.0},
+    # Every few seconds: the cluster page shows what each node answers from this reading
+    # (it calls no node itself); a pass is three short calls per node, all nodes at once.
+    "deployments-cluster-status": {
+        "task": "deployments.cluster_status_refresh_all",
+        "schedule": SWITCHYARD_CLUSTER_STATUS_REFRESH_S,
     },
     # Every 10 s, like reconcile: a node added to (or changed in) a cluster gets traffic from
     # the running router soon after reconcile has loaded its models; a no-op reads one file.
@@ -322,6 +359,14 @@ CELERY_BEAT_SCHEDULE: dict = {
 
 # How long /healthz waits for a Celery worker to answer a ping.
 HEALTH_WORKER_PING_TIMEOUT_S = env.float("SWITCHYARD_HEALTH_WORKER_PING_TIMEOUT_S", default=1.0)
+# /healthz and the console's health card answer from a check at most this old (console/health.py).
+SWITCHYARD_HEALTH_CACHE_S = env.float("SWITCHYARD_HEALTH_CACHE_S", default=5.0)
+# The managers' home reads this month's cost overview computed at most this long ago, once for
+# every user who reads the same models (console/home.py, core/shared.py).
+SWITCHYARD_HOME_CACHE_S = env.float("SWITCHYARD_HOME_CACHE_S", default=10.0)
+# The router panel's count of refused requests is read from the router's access log at most
+# this often, whoever asks (releases/selectors.py `router_refused_shared`).
+SWITCHYARD_ROUTER_REFUSED_CACHE_S = env.float("SWITCHYARD_ROUTER_REFUSED_CACHE_S", default=10.0)
 
 SWITCHYARD_VAR_DIR = var_dir()
 
@@ -337,6 +382,8 @@ LOGGING = {
 # and the Triton release configs are checked against (fields newer than it are refused).
 SWITCHYARD_STORAGE_ROOT = env.path("SWITCHYARD_STORAGE_ROOT", default=str(var_dir() / "artifacts"))
 SWITCHYARD_MAX_UPLOAD_BYTES = env.int("SWITCHYARD_MAX_UPLOAD_BYTES", default=4 * 1024**3)
+# Every other request body (JSON, forms): refused with 413 past this (controlplane/body_limit.py).
+SWITCHYARD_MAX_BODY_BYTES = env.int("SWITCHYARD_MAX_BODY_BYTES", default=1024**2)
 SWITCHYARD_MAX_ARCHIVE_FILES = env.int("SWITCHYARD_MAX_ARCHIVE_FILES", default=1000)  # and folders
 # What an accepted archive may unpack to: in all, per byte of the archive (a legitimate model
 # compresses far less than 100:1; a compression bomb far more), and per tar extension header
@@ -357,6 +404,20 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # synchronous; a python model loads in ~0.1-1.5 s, a large one far longer).
 SWITCHYARD_TRITON_TIMEOUT_S = env.float("SWITCHYARD_TRITON_TIMEOUT_S", default=5.0)
 SWITCHYARD_TRITON_LOAD_TIMEOUT_S = env.float("SWITCHYARD_TRITON_LOAD_TIMEOUT_S", default=120.0)
+# Restricted APIs (docs/operations.md, "Node keys"): control calls to a node carry its
+# cluster's key in this header (lower-case: gRPC metadata keys are). A cluster without a key
+# of its own uses SWITCHYARD_TRITON_DEFAULT_KEY_REF ("env:NAME" / "file:/path"; empty: none).
+SWITCHYARD_TRITON_KEY_HEADER = env.str(
+    "SWITCHYARD_TRITON_KEY_HEADER", default="switchyard-node-key"
+)
+SWITCHYARD_TRITON_DEFAULT_KEY_REF = env.str("SWITCHYARD_TRITON_DEFAULT_KEY_REF", default="")
+# Secrets stored sealed (core/sealed.py: node keys, webhook signing secrets): Fernet keys,
+# comma-separated, the first encrypts; empty: one derived from SECRET_KEY. A file reference
+# (integrations/secrets.py) must lie under SWITCHYARD_SECRET_FILE_ROOTS.
+SWITCHYARD_SECRETS_KEY = env.str("SWITCHYARD_SECRETS_KEY", default="")
+SWITCHYARD_SECRET_FILE_ROOTS = env.list(
+    "SWITCHYARD_SECRET_FILE_ROOTS", default=["/run/secrets", str(var_dir() / "secrets")]
+)
 # After the new version is READY everywhere, wait this long before retiring the old one.
 SWITCHYARD_DEPLOY_DRAIN_S = env.float("SWITCHYARD_DEPLOY_DRAIN_S", default=2.0)
 # Router membership (releases/routing.py `routable`): a routed node that stops answering
@@ -367,9 +428,19 @@ SWITCHYARD_ROUTER_DOWN_GRACE_S = env.float("SWITCHYARD_ROUTER_DOWN_GRACE_S", def
 # last complete minutes of telemetry rollups against the router's access log, read from its
 # end at most this many bytes back.
 SWITCHYARD_UNROUTED_WINDOW_S = env.float("SWITCHYARD_UNROUTED_WINDOW_S", default=600.0)
+# The window of the model's routed rate a release's start compares with what its first step
+# needs (releases/warnings.py).
+SWITCHYARD_ROUTED_RATE_WINDOW_S = env.float("SWITCHYARD_ROUTED_RATE_WINDOW_S", default=120.0)
 SWITCHYARD_UNROUTED_LOG_BYTES = env.int("SWITCHYARD_UNROUTED_LOG_BYTES", default=16 * 1024 * 1024)
-# Smoke tests of new versions run on this cluster (default: any staging cluster).
+# Smoke tests of new versions run on a node of this cluster (default: any staging cluster)
+# whose cluster serves nothing (docs/SECURITY.md, "Model code is untrusted").
 SWITCHYARD_SMOKE_CLUSTER = env.str("SWITCHYARD_SMOKE_CLUSTER", default="")
+# Backends (and platforms, through theirs) every cluster may load; any other backend only
+# where a cluster allows it in its custom_backends. Each one is native code on the nodes.
+# Default: python, onnxruntime, pytorch, tensorflow, tensorrt, openvino, fil, ensemble.
+SWITCHYARD_ALLOWED_BACKENDS = env.list(
+    "SWITCHYARD_ALLOWED_BACKENDS", default=list(DEFAULT_ALLOWED_BACKENDS)
+)
 
 # Telemetry: the collector's scrape interval (the demo uses 1 s), its per-node scrape
 # timeout, how long per-minute rollups are kept, and how often it re-reads the node list.
@@ -401,10 +472,15 @@ SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS = env.bool(
     "SWITCHYARD_ACCEPT_IMPORTED_BENCHMARKS", default=False
 )
 
-# Addresses the control plane connects to (nodes, metrics, Prometheus, routers): when set
-# (comma-separated CIDRs), each must be an IP literal inside these networks or `localhost`,
-# so no API caller can make the server contact another host. Empty: any host.
+# Addresses the control plane connects to on a user's say-so (nodes, metrics, Prometheus,
+# routers, webhooks; integrations/targets.py): when set (comma-separated CIDRs), every
+# address a target names (names resolved) must lie in these networks; empty: public
+# addresses only (no private, loopback, link-local...). Webhooks never reach the control
+# plane's own database, Redis or broker, whatever this allows.
 SWITCHYARD_ALLOWED_TARGET_NETWORKS = env.str("SWITCHYARD_ALLOWED_TARGET_NETWORKS", default="")
+# Clusters whose nodes come from a DNS name (deployments/discovery.py): JSON, e.g.
+# {"prod": {"dns": "triton-nodes", "http_port": 8000, "grpc_port": 8001, "metrics_port": 8002}}
+SWITCHYARD_NODE_DISCOVERY = env.json("SWITCHYARD_NODE_DISCOVERY", default={})
 # Folders the API may point the control plane at: a cluster's shared model repository
 # (filesystem push mode; versions are written and replaced there) and a router's prefix
 # folder. A path must resolve under one of these roots (comma-separated absolute paths).

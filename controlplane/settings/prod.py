@@ -7,6 +7,7 @@ HTTPS: HSTS, redirect to https (behind a proxy that says so in a header), secure
 
 import os
 
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 from controlplane.env import DEV_SECRET_KEY, env
@@ -27,12 +28,24 @@ def _require_environment() -> None:
         problems.append("DJANGO_SECRET_KEY is the development default")
     elif key and len(key) < MIN_SECRET_KEY_LENGTH:
         problems.append(f"DJANGO_SECRET_KEY is shorter than {MIN_SECRET_KEY_LENGTH} characters")
+    problems += _secrets_key_problems(os.environ.get("SWITCHYARD_SECRETS_KEY", ""))
     if problems:
         raise ImproperlyConfigured(
             "Refusing to start with controlplane.settings.prod: "
             + "; ".join(problems)
             + ". Set them in the environment (docs/SECURITY.md, 'Sign-in and tokens')."
         )
+
+
+def _secrets_key_problems(value: str) -> list[str]:
+    """SWITCHYARD_SECRETS_KEY is optional (without it the key that encrypts stored node keys
+    is derived from DJANGO_SECRET_KEY); when set, every key in it must be a Fernet key."""
+    try:
+        for key in (k.strip() for k in value.split(",") if k.strip()):
+            Fernet(key)
+    except (ValueError, TypeError):
+        return ["SWITCHYARD_SECRETS_KEY is not a comma-separated list of Fernet keys"]
+    return []
 
 
 def _proxy_ssl_header(value: str) -> tuple[str, str] | None:

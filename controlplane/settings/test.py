@@ -7,14 +7,18 @@ import uuid
 from controlplane.env import env
 
 from .base import *  # noqa: F403
-from .base import channel_layer_host, redis_connection_options
+from .base import CACHE_OPTIONS, channel_layer_host
 
 # Tests use their own Redis database so a running demo's worker never answers them.
 REDIS_URL = env.str("SWITCHYARD_TEST_REDIS_URL", default="redis://127.0.0.1:6379/9")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [channel_layer_host(REDIS_URL)], "prefix": "switchyard-test"},
+        "CONFIG": {
+            "hosts": [channel_layer_host(REDIS_URL)],
+            "prefix": "switchyard-test",
+            "serializer_format": "msgpack",
+        },
     }
 }
 # A broker apart from Redis (a test points one process at a broker that is down).
@@ -27,7 +31,7 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": os.environ["SWITCHYARD_TEST_CACHE_PREFIX"],
-        "OPTIONS": redis_connection_options(),
+        "OPTIONS": CACHE_OPTIONS,
     }
 }
 CELERY_RESULT_BACKEND = REDIS_URL
@@ -56,8 +60,18 @@ SWITCHYARD_STORAGE_ROOT = env.path(
     "SWITCHYARD_STORAGE_ROOT",
     default=str(BASE_DIR / "var" / "test" / "artifacts"),  # noqa: F405
 )
+# Every /healthz call checks afresh; the cache's own test sets a window.
+SWITCHYARD_HEALTH_CACHE_S = 0.0
+# The managers' home computes its month afresh on every view (the same shared code path: the
+# window is 0); the cache's own test sets a window.
+SWITCHYARD_HOME_CACHE_S = 0.0
+SWITCHYARD_ROUTER_REFUSED_CACHE_S = 0.0
 # Fuzzers in the suite send any address: the server may only ever contact loopback.
 SWITCHYARD_ALLOWED_TARGET_NETWORKS = "127.0.0.0/8,::1/128"
+# The suite's Triton nodes restrict model control to one key made per test session
+# (tests/conftest.py puts it in this variable): a cluster a test registers without a key of
+# its own uses it, as a fleet with one key would.
+SWITCHYARD_TRITON_DEFAULT_KEY_REF = "env:SWITCHYARD_NODE_KEY_TEST"
 # Tests put repositories and router folders under pytest's temporary folders.
 SWITCHYARD_REPOSITORY_ROOTS = [str(SWITCHYARD_VAR_DIR / "repositories"), tempfile.gettempdir()]
 SWITCHYARD_ROUTER_ROOTS = [str(SWITCHYARD_VAR_DIR / "routers"), tempfile.gettempdir()]

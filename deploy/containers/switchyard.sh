@@ -1,7 +1,11 @@
 #!/bin/sh
 # The control plane image's entrypoint: one process kind per container.
-#   web                daphne on :8000; applies migrations first unless SWITCHYARD_MIGRATE=0;
-#                      a pool of SWITCHYARD_DATABASE_POOL_SIZE (default 10) connections
+#   web                the web command on :8000 (controlplane/web_server.py: one daphne
+#                      process per core, or SWITCHYARD_WEB_PROCESSES, on one socket); applies
+#                      migrations first unless SWITCHYARD_MIGRATE=0; a pool of
+#                      SWITCHYARD_DATABASE_POOL_SIZE (default 10) connections per process;
+#                      not listening on SWITCHYARD_WEB_UNLISTENED_NETWORKS (CIDRs: the
+#                      Triton nodes' network, deploy/containers/web_endpoints.py)
 #   worker [args]      the Celery worker of the queues in SWITCHYARD_WORKER_QUEUES (default:
 #                      the fleet lane, $SWITCHYARD_CELERY_QUEUE), plus a worker of its own
 #                      for the releases lane with SWITCHYARD_RELEASE_SLOTS slots (default 2;
@@ -14,6 +18,10 @@
 #   beat               Celery beat (exactly one per installation)
 #   collector [args]   the telemetry collector
 #   router CLUSTER     one cluster's nginx router alone (where no worker drives it)
+#   front              the compose kit's published ports: nginx on :8000 in front of the web
+#                      process (it sets X-Forwarded-For to the client's address; websockets
+#                      pass), and plain TCP forwards from SWITCHYARD_FRONT_FORWARDS, e.g.
+#                      "8080=router:8080,9090=prometheus:9090" (socat)
 #   migrate            apply migrations and exit
 #   anything else      run as given (e.g. `python manage.py createsuperuser`)
 # Every kind but web and migrate waits until the database is reachable and migrated, so the
@@ -37,7 +45,12 @@ case "$kind" in
   web)
     if [ "${SWITCHYARD_MIGRATE:-1}" != 0 ]; then retry 150 python manage.py migrate --noinput; fi
     export SWITCHYARD_DATABASE_POOL_SIZE="${SWITCHYARD_DATABASE_POOL_SIZE:-10}"
-    exec daphne -b 0.0.0.0 -p 8000 "$@" controlplane.asgi:application ;;
+    if [ -n "${SWITCHYARD_WEB_UNLISTENED_NETWORKS:-}" ]; then
+      # shellcheck disable=SC2046  # one word per flag and endpoint
+      exec python -m controlplane.web_server \
+        $(python /app/deploy/containers/web_endpoints.py 8000) "$@"
+    fi
+    exec python -m controlplane.web_server -b 0.0.0.0 -p 8000 "$@" ;;
   migrate)
     retry 150 python manage.py migrate --noinput ;;
   worker)
@@ -68,6 +81,15 @@ case "$kind" in
   collector)
     retry 300 schema_ready
     exec python manage.py run_collector "$@" ;;
+  front)
+    for pair in $(echo "${SWITCHYARD_FRONT_FORWARDS:-}" | tr ',' ' '); do
+      socat TCP-LISTEN:"${pair%%=*}",fork,reuseaddr,backlog=1024 TCP:"${pair#*=}" &
+    done
+    retry 150 getent hosts "${SWITCHYARD_FRONT_WEB:-web}"
+    conf=$(mktemp -d)
+    sed "s/@WEB@/${SWITCHYARD_FRONT_WEB:-web}/; s#@TMP@#$conf#g" \
+      /app/deploy/containers/front-nginx.conf > "$conf/nginx.conf"
+    exec nginx -e stderr -c "$conf/nginx.conf" ;;
   router)
     retry 300 schema_ready
     exec python manage.py run_router --wait 31536000 --cluster "$@" ;;

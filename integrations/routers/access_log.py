@@ -32,6 +32,7 @@ LOG_FIELDS: dict[str, str] = {
     "version": "$sy_version",
     "sticky_key": "$sy_sticky",
     "request_id": "$request_id",
+    "refused": "$sy_refused",  # "1" when nginx refused the request itself (allowlist.py)
 }
 
 
@@ -57,6 +58,7 @@ class AccessLogEntry:
     version: int | None
     sticky_key: str
     request_id: str
+    refused: bool = False  # nginx refused it itself: not inference (allowlist.py)
 
     @property
     def is_error(self) -> bool:
@@ -118,6 +120,7 @@ def parse_line(line: str) -> AccessLogEntry | None:
             version=int(version) if str(version).isdigit() else None,
             sticky_key=raw.get("sticky_key", ""),
             request_id=raw.get("request_id", ""),
+            refused=raw.get("refused") == "1",
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -190,7 +193,7 @@ def router_counts(
         if not math.isnan(ts) and not keep(ts):
             continue  # most lines outside the window skip the JSON decode
         entry = parse_line(line)
-        if entry is None or not keep(entry.ts):
+        if entry is None or entry.refused or not keep(entry.ts):
             continue
         path = entry.request_uri.split("?", 1)[0]
         if path in GRPC_INFER:
@@ -200,6 +203,25 @@ def router_counts(
         elif entry.method == "POST" and (match := _VERSIONED_URI.match(path)):
             out.versioned[match.group(1)] = out.versioned.get(match.group(1), 0) + 1
     return out
+
+
+REFUSED_MARK = '"refused":"1"'
+
+
+def refused_requests(lines: Iterable[str], since: float) -> int:
+    """How many of `lines` nginx refused itself (allowlist.py) at or after `since` (pure).
+
+    Lean like `parse_routed`: only lines that carry the mark are looked at."""
+    count = 0
+    for line in lines:
+        if REFUSED_MARK not in line:
+            continue
+        ts = _line_ts(line)
+        if math.isnan(ts):
+            entry = parse_line(line)
+            ts = entry.ts if entry is not None and entry.refused else -math.inf
+        count += ts >= since
+    return count
 
 
 def _line_ts(line: str) -> float:

@@ -3,8 +3,10 @@
 A router sits in front of a cluster's Triton nodes and splits each released model's
 *unversioned* inference traffic (`POST /v2/models/<m>/infer`) across explicit versions,
 because Triton itself answers that URL with the highest READY version (docs/TRITON.md §versions).
-Everything else passes through untouched, gRPC too (its own listener): a gRPC request's
-version is inside its protobuf body, which nginx cannot read, so gRPC is never split.
+Other inference, readiness and metadata calls pass through untouched, gRPC too (its own
+listener): a gRPC request's version is inside its protobuf body, which nginx cannot read, so
+gRPC is never split. The rest of Triton's API (repository, model control, shared memory,
+trace, logging, statistics, config) is refused by the router (allowlist.py).
 Plain Python, no Django.
 """
 

@@ -10,6 +10,8 @@ Facts this relies on (measured here; docs/TRITON.md has the router facts too):
 * gRPC (`grpc_listen`, an http2 listener of its own) is proxied with `grpc_pass` to the
   nodes' gRPC ports and never split: the model and version are fields of the protobuf body,
   which nginx cannot read. Its requests are logged with the gRPC method as the URI.
+* Only inference, readiness and metadata pass, over HTTP and gRPC (allowlist.py): nginx
+  refuses the rest itself and logs it as refused.
 Everything nginx writes (pid, logs, temp files) stays under the driver's prefix folder.
 """
 
@@ -27,6 +29,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from integrations.routers import allowlist
 from integrations.routers.access_log import log_format
 from integrations.routers.base import (
     ApplyResult,
@@ -42,7 +45,7 @@ STATE_MARK = "# switchyard-state: "
 _GENERATION = "@@GENERATION@@"
 _TEMP_PATHS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
 _UNSAFE_PATH_CHARS = set("\"'$;{}\\\n\r\t")
-_NO_NODES = '"this cluster has no Triton node registered\\n"'
+_NO_NODES = """'{"error": "this cluster has no Triton node registered"}\\n'"""
 
 
 def render_config(
@@ -122,6 +125,9 @@ def _http_settings(prefix: str) -> str:
             # Inference bodies can be large; Triton enforces its own limits.
             "client_max_body_size 0;",
             "server_tokens off;",
+            # Nothing is served from files: nginx's own answers take default_type only.
+            "types {}",
+            allowlist.refusal_map(),
             f"log_format switchyard escape=json '{log_format()}';",
             f'access_log "{prefix}/logs/access.log" switchyard;',
         ]
@@ -151,14 +157,18 @@ def _split(route: ModelRoute, index: int) -> str:
 
 
 def _server(routes: list[ModelRoute], listen: str, has_nodes: bool) -> str:
-    """The one server block; with no node to send to (nginx refuses an empty upstream), every
-    request but the status one answers 503 and says why."""
+    """The one server block: the status location, the routes, the allowlist (allowlist.py);
+    with no node to send to (nginx refuses an empty upstream), allowed requests answer 503
+    and say why."""
     lines = [
         f"listen {listen};",
-        # Defaults for the log; routed locations override them.
+        # Defaults for the log; routed and refusing locations override them.
         'set $sy_model "";',
         'set $sy_version "";',
         'set $sy_sticky "";',
+        'set $sy_refused "";',
+        # nginx's own answers (refusals, no node) are JSON like Triton's errors.
+        "default_type application/json;",
         "proxy_http_version 1.1;",
         'proxy_set_header Connection "";',
         "proxy_set_header X-Request-Id $request_id;",
@@ -169,30 +179,33 @@ def _server(routes: list[ModelRoute], listen: str, has_nodes: bool) -> str:
         "}",
     ]
     if not has_nodes:
-        no_nodes = ["location / {", "    default_type text/plain;", f"    return 503 {_NO_NODES};"]
-        return _server_block([*lines, *no_nodes, "}"])
+        return _server_block([*lines, *allowlist.http_locations([f"return 503 {_NO_NODES};"])])
     for index, route in enumerate(routes):
         lines += _route_location(route, index)
-    lines += ["location / {", "    proxy_pass http://triton;", "}"]
+    lines += allowlist.http_locations(["proxy_pass http://triton;"])
     return _server_block(lines)
 
 
 def _grpc_blocks(upstreams: list[str], grpc_listen: str) -> list[str]:
-    """The gRPC upstream and server: every call passes through to a node, unsplit (nginx
-    cannot read the model version out of the protobuf body). No node: UNAVAILABLE."""
+    """The gRPC upstream and server: the allowed methods (allowlist.py) pass through to a
+    node, unsplit (nginx cannot read the model version out of the protobuf body); the
+    others are refused with PERMISSION_DENIED. No node: allowed calls get UNAVAILABLE."""
     host, port = parse_listen(grpc_listen)
     lines = [
         f"listen {host}:{port} http2;",
         'set $sy_model "";',
         'set $sy_version "";',
         'set $sy_sticky "";',
+        'set $sy_refused "";',
+        # A refusal is a trailers-only gRPC answer: HTTP 200, the status in its headers.
+        "default_type application/grpc;",
     ]
     if not upstreams:
         # gRPC clients read HTTP 503 as UNAVAILABLE.
-        return [_server_block([*lines, "location / {", "    return 503;", "}"])]
+        return [_server_block([*lines, *allowlist.grpc_locations(["return 503;"])])]
     servers = "".join(f"    server {grpc_address(a)};\n" for a in upstreams)
     upstream = f"upstream triton_grpc {{\n{servers}    keepalive 32;\n}}"
-    lines += ["location / {", "    grpc_pass grpc://triton_grpc;", "}"]
+    lines += allowlist.grpc_locations(["grpc_pass grpc://triton_grpc;"])
     return [upstream, _server_block(lines)]
 
 
@@ -206,6 +219,7 @@ def _route_location(route: ModelRoute, index: int) -> list[str]:
     sticky = "$http_" + route.sticky_header.lower().replace("-", "_") if route.sticky_header else ""
     return [
         f"location = /v2/models/{model}/infer {{",
+        *(f"    {line}" for line in allowlist.method_check("POST")),
         f'    set $sy_model "{model}";',
         f"    set $sy_version {pinned or f'$sy_version_{index}'};",
         *([f"    set $sy_sticky {sticky};"] if sticky else []),

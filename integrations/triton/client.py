@@ -12,6 +12,8 @@
 * Pushed models (files uploaded with the load) are not in the repository index; the stats
   endpoint lists every loaded model, pushed ones included (§api).
 * Every failure is a TransientTritonError or PermanentTritonError (errors.py).
+* Calls to a restricted API (load, unload, the repository index) carry the node key's
+  header when the client has one (`node_key`, restricted.py); other calls never do.
 
 Always close the client (or use it as a context manager): an open keep-alive connection makes
 the server's shutdown wait about 30 s. Not thread safe, like tritonclient's HTTP client.
@@ -43,6 +45,7 @@ from integrations.triton.errors import (
     translate,
 )
 from integrations.triton.model_config import WARMUP_FOLDER
+from integrations.triton.restricted import NodeKey
 
 POLL_INTERVAL_S = 0.1
 FIRST_POLL_INTERVAL_S = 0.005
@@ -87,6 +90,7 @@ class TritonClient:
         timeout_s: float = 10.0,
         load_timeout_s: float = 120.0,
         metrics_url: str | None = None,
+        node_key: NodeKey | None = None,
     ) -> None:
         parts = urlsplit(http_url if "://" in http_url else f"http://{http_url}")
         host = parts.hostname or "127.0.0.1"
@@ -102,6 +106,13 @@ class TritonClient:
         self._http_client: httpclient.InferenceServerClient | None = None
         self._grpc = grpcclient.InferenceServerClient(self.grpc_url)
         self._closed = False
+        self._key = node_key
+
+    def _http_key(self) -> dict[str, str] | None:
+        return self._key.http_headers() if self._key else None
+
+    def _grpc_key(self) -> dict[str, str] | None:
+        return self._key.grpc_headers() if self._key else None
 
     @property
     def _http(self) -> httpclient.InferenceServerClient:
@@ -173,7 +184,7 @@ class TritonClient:
     def repository_index(self) -> list[IndexEntry]:
         """Models of the node's repository dirs with state and reason (pushed models are absent)."""
         with self._calling("repository_index"):
-            rows = self._http.get_model_repository_index()
+            rows = self._http.get_model_repository_index(headers=self._http_key())
         return [
             IndexEntry(
                 name=row["name"],
@@ -221,14 +232,21 @@ class TritonClient:
         payload = self._override_files(model, config_json, files)
         with self._calling("load", model):
             self._grpc.load_model(
-                model, config=config_json, files=payload, client_timeout=self.load_timeout_s
+                model,
+                config=config_json,
+                files=payload,
+                headers=self._grpc_key(),
+                client_timeout=self.load_timeout_s,
             )
 
     def unload(self, model: str, *, unload_dependents: bool = False) -> None:
         """Ask Triton to unload `model`; new requests fail at once, in-flight ones finish."""
         with self._calling("unload", model):
             self._grpc.unload_model(
-                model, unload_dependents=unload_dependents, client_timeout=self.timeout_s
+                model,
+                unload_dependents=unload_dependents,
+                headers=self._grpc_key(),
+                client_timeout=self.timeout_s,
             )
 
     def wait_ready(

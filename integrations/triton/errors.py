@@ -8,7 +8,9 @@ and messages are those measured on Triton 2.51 (docs/TRITON.md, §api):
   proxy in front of a node may answer;
 * permanent: everything else the server answers, e.g. 400 `load failed ...` (initialize
   raised, bad dims), 404 unknown model/version, 500 `failed to poll from model repository`
-  (invalid config), gRPC INVALID_ARGUMENT / NOT_FOUND / INTERNAL, and client-side errors.
+  (invalid config), gRPC INVALID_ARGUMENT / NOT_FOUND / INTERNAL, and client-side errors;
+* permanent too: a restricted API called without the node's key (HTTP 403, and gRPC
+  UNAVAILABLE "This protocol is restricted": unavailable, but no retry will pass).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import re
 
 import grpc
 from tritonclient.utils import InferenceServerException
+
+from integrations.triton.restricted import is_key_refusal
 
 # What a call to a node may raise that `translate` understands; anything else is a bug.
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
@@ -63,6 +67,12 @@ _ACTIONS = {
 _POLL_FAILED_HINT = (
     " (the config or file layout is invalid: name mismatch, unknown field, bad JSON or no "
     "config with files; the exact cause is only in the server log)"
+)
+
+
+_KEY_HINT = (
+    " (the node restricts this API to callers with its key: set the cluster's api_key or "
+    "api_key_ref to the key the node was started with)"
 )
 
 
@@ -117,6 +127,8 @@ def translate(
     transient = status is None or status in TRANSIENT_STATUSES
     if isinstance(exc, InferenceServerException) and status is None:
         transient = False  # raised by tritonclient itself before sending: a caller error
+    if is_key_refusal(reason):
+        transient = False
     summary = _summary(reason, model)
     label = _status_label(status)
     message = f"Could not {action(operation, model)} on Triton node {node}{label}: {summary}."
@@ -160,4 +172,6 @@ def _summary(reason: str, model: str | None) -> str:
         first = "no answer within the client timeout (Deadline Exceeded)"
     if "failed to poll from model repository" in first:
         first += _POLL_FAILED_HINT
+    if is_key_refusal(first):
+        first += _KEY_HINT
     return re.sub(r"\.+$", "", first)

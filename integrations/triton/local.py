@@ -8,7 +8,10 @@ no Django. Facts this relies on are in docs/TRITON.md §launcher:
 * a pyenv-built Python needs its lib folder on LD_LIBRARY_PATH, or python models pick up
   the system libpython;
 * the wheel ships stubs per Python version; the one matching this interpreter is copied
-  into a backends folder of our own (the package's own folder stays untouched).
+  into a backends folder of our own (the package's own folder stays untouched);
+* given a node key, its restricted APIs (model control, shared memory, trace, logging) ask
+  for it over HTTP and gRPC (restricted.py); the key is on the server's command line, never
+  in its log, and is replaced by a placeholder in every message here.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import util as importlib_util
 from pathlib import Path
+
+from integrations.triton.restricted import NodeKey
 
 LOOPBACK = "127.0.0.1"
 
@@ -209,6 +214,8 @@ class LocalNode:
     repository: Path
     log_path: Path
     process: subprocess.Popen | None = field(default=None, repr=False)
+    # The key its restricted APIs ask for; None: an open node (anyone may load and unload).
+    node_key: NodeKey | None = field(default=None, repr=False)
 
     @property
     def http_url(self) -> str:
@@ -227,7 +234,9 @@ class LocalNode:
             text = self.log_path.read_text(errors="replace")
         except OSError:
             return "(no log written)"
-        return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+        tail = "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+        # A refused flag makes Triton echo it, key included.
+        return self.node_key.redact(tail) if self.node_key else tail
 
     def is_running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -282,6 +291,7 @@ class LocalCluster:
     install: TritonInstallation | None = None
     backends_dir: Path | None = None
     start_kwargs: dict = field(default_factory=dict)
+    node_key: NodeKey | None = field(default=None, repr=False)
 
     def stop(self) -> None:
         for node in self.nodes:
@@ -317,7 +327,9 @@ class LocalCluster:
 def server_args(
     node: LocalNode, backends_dir: Path, *, metrics_interval_ms: int, extra: Sequence[str]
 ) -> list[str]:
-    """The command line of one node: explicit control, loopback only, p99 summaries on."""
+    """The command line of one node: explicit control, loopback only, p99 summaries on, and
+    with a node key its restricted APIs."""
+    restricted = node.node_key.server_flags() if node.node_key else []
     return [
         f"--model-repository={node.repository}",
         f"--backend-directory={backends_dir}",
@@ -333,6 +345,7 @@ def server_args(
         f"--metrics-interval-ms={metrics_interval_ms}",
         "--exit-timeout-secs=5",
         "--log-verbose=0",
+        *restricted,
         *extra,
     ]
 
@@ -354,7 +367,9 @@ def _wait_until_ready(node: LocalNode, deadline: float) -> None:
     )
 
 
-def _plan_nodes(count: int, work_dir: Path, base_port: int | None, prefix: str) -> list[LocalNode]:
+def _plan_nodes(
+    count: int, work_dir: Path, base_port: int | None, prefix: str, node_key: NodeKey | None
+) -> list[LocalNode]:
     if base_port is None:
         ports = free_ports(3 * count)
     else:
@@ -378,6 +393,7 @@ def _plan_nodes(count: int, work_dir: Path, base_port: int | None, prefix: str) 
                 metrics_port=ports[3 * i + 2],
                 repository=repo,
                 log_path=work_dir / name / "tritonserver.log",
+                node_key=node_key,
             )
         )
     return nodes
@@ -417,8 +433,12 @@ def start_cluster(
     metrics_interval_ms: int = 2000,
     start_timeout_s: float = 90.0,
     extra_args: Sequence[str] = (),
+    node_key: NodeKey | None = None,
 ) -> LocalCluster:
-    """Start `count` nodes in parallel and wait until each is ready; on failure stop them all."""
+    """Start `count` nodes in parallel and wait until each is ready; on failure stop them all.
+
+    With `node_key` every node restricts its control APIs to callers that send it.
+    """
     if count < 1:
         raise TritonLaunchError("A local cluster needs at least one node.")
     work_dir = Path(work_dir).resolve()
@@ -426,11 +446,12 @@ def start_cluster(
     backends_dir = prepare_backends(install, work_dir)
     start_kwargs = {"metrics_interval_ms": metrics_interval_ms, "extra_args": tuple(extra_args)}
     cluster = LocalCluster(
-        nodes=_plan_nodes(count, work_dir, base_port, name_prefix),
+        nodes=_plan_nodes(count, work_dir, base_port, name_prefix, node_key),
         work_dir=work_dir,
         install=install,
         backends_dir=backends_dir,
         start_kwargs=start_kwargs,
+        node_key=node_key,
     )
     try:
         for node in cluster.nodes:

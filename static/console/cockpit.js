@@ -6,6 +6,7 @@
   "use strict";
 
   var TERMINAL = ["SUCCEEDED", "ROLLED_BACK", "FAILED"];
+  var MARKERS_UP_TO = 300;
   window.cockpitCountdown = true;  // console.js leaves [data-next-check] to this page
 
   function value(m, metric, seconds) {
@@ -13,9 +14,7 @@
     return m[metric];
   }
 
-  function draw(el) {
-    if (!window.Plotly) return;
-    var data = JSON.parse(el.dataset.chart);
+  function draw(el, data) {
     var metric = el.dataset.metric;
     var times = data.t.map(function (t) { return new Date(t * 1000); });
     var seconds = data.seconds || [];
@@ -25,14 +24,22 @@
               name: name, mode: "lines+markers", line: {color: color}};
     };
     var candidate = series("candidate", "candidate", "#0d6efd");
-    // A failed gate is red at the interval where it failed.
-    candidate.marker = {size: 8, color: results.map(function (r) {
-      return r === "fail" ? "#dc3545" : r === "inconclusive" ? "#ffc107" : "#0d6efd";
-    })};
     var traces = [series("baseline", "baseline", "#6c757d"), candidate];
+    var colour = function (r) { return r === "fail" ? "#dc3545" : r === "inconclusive" ? "#ffc107" : "#0d6efd"; };
+    if (times.length <= MARKERS_UP_TO) {  // a failed gate is red at the interval where it failed
+      candidate.marker = {size: 8, color: results.map(colour)};
+    } else {  // a marker is an SVG element per point: lines, and markers where a gate failed
+      traces.forEach(function (tr) { tr.mode = "lines"; });
+      var flagged = results.map(function (r, i) { return r === "fail" || r === "inconclusive" ? i : -1; })
+        .filter(function (i) { return i >= 0; });
+      traces.push({x: flagged.map(function (i) { return times[i]; }), y: flagged.map(function (i) { return candidate.y[i]; }),
+                   name: "failed or inconclusive", mode: "markers",
+                   marker: {size: 8, color: flagged.map(function (i) { return colour(results[i]); })}});
+    }
     var limits = (data.limits || {})[metric];
     if (limits && limits.some(function (v) { return v != null; })) {
-      traces.push({x: times, y: limits, name: "gate vs baseline", mode: "lines+markers",
+      traces.push({x: times, y: limits, name: "gate vs baseline",
+                   mode: times.length > MARKERS_UP_TO ? "lines" : "lines+markers",
                    line: {dash: "dash", color: "#fd7e14", shape: "hv"},
                    marker: {symbol: "line-ew-open", size: 14, color: "#fd7e14"}});
     }
@@ -70,20 +77,19 @@
     if (times.length === 1) {  // one interval: a minute around it, not milliseconds
       xaxis.range = [new Date(times[0].getTime() - 30000), new Date(times[0].getTime() + 30000)];
     }
-    Plotly.react(el, traces, {height: el.clientHeight || 200, autosize: true, showlegend: false,
+    return Plotly.react(el, traces, {height: el.clientHeight || 200, autosize: true, showlegend: false,
       xaxis: xaxis, shapes: shapes, annotations: annotations, margin: {l: 40, r: 10, t: 10, b: 30}},
       {displayModeBar: false, responsive: true});
   }
 
   // The fast guard's per-tick samples: error rate, its lower bound, the limit, the trip.
-  function drawGuard(el) {
-    if (!window.Plotly) return;
-    var samples = JSON.parse(el.dataset.guard);
+  function drawGuard(el, samples) {
     var t = samples.map(function (s) { return new Date(s.at * 1000); });
     var pick = function (key) { return samples.map(function (s) { return s[key]; }); };
     var tripped = samples.filter(function (s) { return s.tripped; });
     var traces = [
-      {x: t, y: pick("error_pct"), name: "error %", mode: "lines+markers", line: {color: "#0d6efd"}, marker: {size: 3}},
+      {x: t, y: pick("error_pct"), name: "error %", mode: t.length > MARKERS_UP_TO ? "lines" : "lines+markers",
+       line: {color: "#0d6efd"}, marker: {size: 3}},
       {x: t, y: pick("lower_pct"), name: "lower bound %", mode: "lines", line: {color: "#6f42c1"}},
       {x: t, y: pick("limit_pct"), name: "limit %", mode: "lines", line: {color: "#dc3545", dash: "dot"}},
       {x: tripped.map(function (s) { return new Date(s.at * 1000); }), y: tripped.map(function (s) { return s.lower_pct; }),
@@ -91,15 +97,59 @@
     ];
     var xaxis = {type: "date"};
     if (t.length === 1) xaxis.range = [new Date(t[0].getTime() - 30000), new Date(t[0].getTime() + 30000)];
-    Plotly.react(el, traces, {height: el.clientHeight || 180, autosize: true, showlegend: false,
+    el.dataset.samples = String(samples.length);
+    return Plotly.react(el, traces, {height: el.clientHeight || 180, autosize: true, showlegend: false,
       xaxis: xaxis, yaxis: {rangemode: "tozero"}, margin: {l: 40, r: 10, t: 10, b: 30}},
       {displayModeBar: false, responsive: true});
-    el.dataset.samples = String(samples.length);
   }
 
+  function mark(name) {
+    if (window.performance && performance.mark) performance.mark(name);
+  }
+
+  function embedded(root, id) {
+    var script = root.querySelector("#" + id);
+    return script ? JSON.parse(script.textContent) : null;
+  }
+
+  // Each chart is drawn once from the arrays the page embeds (one script per kind of chart);
+  // a chart kept across a refresh (its data unchanged) is not drawn again.
   function drawAll(root) {
-    root.querySelectorAll("[data-chart]").forEach(draw);
-    root.querySelectorAll("[data-guard]").forEach(drawGuard);
+    if (!window.Plotly) return Promise.resolve();
+    var drawn = [];
+    var kinds = [["cockpit-chart", "[data-chart]", draw], ["cockpit-guard", "[data-guard]", drawGuard]];
+    kinds.forEach(function (kind) {
+      var fresh = Array.prototype.filter.call(root.querySelectorAll(kind[1]), function (el) {
+        return !el.dataset.drawn;
+      });
+      if (!fresh.length) return;
+      var data = embedded(root, kind[0]);
+      fresh.forEach(function (el) {
+        el.dataset.drawn = "1";  // Plotly.react's promise settles once it is on screen
+        drawn.push(Promise.resolve(kind[2](el, data)).then(function () {
+          mark("switchyard:chart-drawn:" + el.id);
+        }));
+      });
+    });
+    return Promise.all(drawn);
+  }
+
+  // The refetched part replaces the old, except charts whose data did not change: the drawn
+  // ones are moved into the new part instead of being drawn again.
+  function swap(box, html) {
+    var next = document.createElement("div");
+    next.innerHTML = html;
+    [["cockpit-chart", "[data-chart]"], ["cockpit-guard", "[data-guard]"]].forEach(function (kind) {
+      var before = box.querySelector("#" + kind[0]), after = next.querySelector("#" + kind[0]);
+      if (!before || !after || before.textContent !== after.textContent) return;
+      next.querySelectorAll(kind[1]).forEach(function (el) {
+        var old = box.querySelector("#" + el.id);
+        if (old && old.dataset.drawn) el.replaceWith(old);
+      });
+    });
+    box.replaceChildren.apply(box, Array.prototype.slice.call(next.childNodes));
+    drawAll(box);
+    box.dataset.refreshed = String(Number(box.dataset.refreshed || 0) + 1);
   }
 
   function tickCountdown() {
@@ -124,7 +174,7 @@
       busy = true;
       fetch(box.dataset.liveUrl, {credentials: "same-origin", headers: {"HX-Request": "true"}})
         .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
-        .then(function (html) { box.innerHTML = html; drawAll(box); tickCountdown(); })
+        .then(function (html) { swap(box, html); tickCountdown(); })
         .catch(function () { /* the next change or poll tries again */ })
         .finally(function () { busy = false; if (again) { again = false; run(); } });
     }
@@ -132,7 +182,7 @@
   }
 
   function follow(box) {
-    var refresh = refresher(box), poll = null, delay = 1000, finished = false;
+    var refresh = refresher(box), poll = null, delay = 1000, finished = false, opened = false;
     box.dataset.updates = "0";
     function connect() {
       var proto = location.protocol === "https:" ? "wss://" : "ws://";
@@ -141,7 +191,10 @@
         delay = 1000;
         if (poll) { clearInterval(poll); poll = null; }
         setBadge("live", "success");
-        refresh();  // catch up on anything missed while disconnected
+        // After a reconnect, catch up on anything missed; the page itself is current on the
+        // first open (and the slow refresh below covers the moment in between).
+        if (opened) refresh();
+        opened = true;
       };
       ws.onmessage = function (e) {
         var p = JSON.parse(e.data);
@@ -169,8 +222,8 @@
     if (reason === null) { event.preventDefault(); return; }
     form.querySelector("input[name=reason]").value = reason;
   });
-  window.addEventListener("load", function () {
-    drawAll(document);
+  document.addEventListener("DOMContentLoaded", function () {
+    drawAll(document).then(function () { mark("switchyard:charts-drawn"); });
     tickCountdown();
     setInterval(tickCountdown, 1000);
     var box = document.getElementById("cockpit-live");

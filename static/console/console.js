@@ -45,7 +45,9 @@
     localTimes(document);
     countdowns();
     setInterval(countdowns, 1000);
-    document.querySelectorAll("[data-ws]").forEach(liveBadge);
+    // Badges only: the cockpit's box (also [data-ws]) follows its socket in cockpit.js, and a
+    // second socket here would write "live" over its content.
+    document.querySelectorAll(".badge[data-ws]").forEach(liveBadge);
   });
   document.addEventListener("htmx:afterSwap", function (e) { localTimes(e.target); });
 })();

@@ -4,7 +4,8 @@
 // history ranges, and a sentence instead of an empty chart (never an empty 2000 axis).
 (function () {
   "use strict";
-  var MAX_POINTS = 900;
+  var MARKERS_UP_TO = 300;
+  var MAX_POINTS = 2000;  // per trace: the server's budget per series (telemetry/resolution.py)
   var cfg = JSON.parse(document.getElementById("live-config").textContent);
   var charts = {};
   var received = 0;
@@ -47,6 +48,7 @@
   }
 
   function reasonFor(id) {
+    if (mode !== "live" && id === "chart-mem") return "Node memory is not kept in rollups: it comes with live points only.";
     if (mode !== "live") return "No rollups in this range yet: the collector writes one row per minute.";
     if (NODE_CHARTS.indexOf(id) < 0) return cfg.empty.traffic;
     var seen = Object.keys(nodeState).length || (cfg.initial || { nodes: [] }).nodes.length;
@@ -64,19 +66,25 @@
     c.el.classList.toggle("invisible", empty);
   }
 
-  function initChart(id, spanS) {
-    var el = document.getElementById(id);
-    if (!el) return;
+  // Each chart keeps its traces as arrays and is drawn by one Plotly.react: on opening,
+  // and again only when a series appears; live points are appended in batches, one
+  // extendTraces per chart per animation frame, every trace bounded to MAX_POINTS.
+  function layoutFor(id, spanS) {
     var spec = SPECS[id], sla = slaShapes(spec);
-    charts[id] = { el: el, index: {}, last: {}, count: 0 };
-    el.dataset.points = 0;
-    Plotly.newPlot(el, [], {
+    return {
       title: { text: spec.title, font: { size: 13 } }, margin: { l: 45, r: 10, t: 30, b: 30 },
       xaxis: { type: "date", range: windowRange(spanS) }, yaxis: { rangemode: "tozero" },
       showlegend: true, legend: { orientation: "h", y: -0.2, font: { size: 10 } },
       shapes: sla.shapes, annotations: sla.annotations
-    }, { displayModeBar: false, responsive: true });
-    showEmpty(id);
+    };
+  }
+
+  function initChart(id, spanS) {
+    var el = document.getElementById(id);
+    if (!el) return;
+    charts[id] = { el: el, spanS: spanS, traces: [], index: {}, last: {}, count: 0,
+                   pending: {}, fresh: false, drawn: false };
+    el.dataset.points = 0;
   }
 
   function add(id, key, t, y, style) {
@@ -84,16 +92,86 @@
     if (!c || y === null || y === undefined) return;
     if (c.last[key] !== undefined && t <= c.last[key]) return; // already drawn (history overlap)
     c.last[key] = t;
-    if (!(key in c.index)) {
-      c.index[key] = c.el.data.length;
-      Plotly.addTraces(c.el, Object.assign({ x: [t], y: [y], name: key, mode: "lines+markers",
-                                              marker: { size: 3 } }, style || {}));
-    } else {
-      Plotly.extendTraces(c.el, { x: [[t]], y: [[y]] }, [c.index[key]], MAX_POINTS);
+    var i = c.index[key];
+    if (i === undefined) {
+      i = c.index[key] = c.traces.length;
+      c.traces.push(Object.assign({ x: [], y: [], name: key, mode: "lines+markers",
+                                    marker: { size: 3 } }, style || {}));
+      c.fresh = true;  // a new trace: the next draw is a react
+    }
+    var tr = c.traces[i];
+    tr.x.push(t); tr.y.push(y);
+    if (tr.x.length > MAX_POINTS) { tr.x.splice(0, tr.x.length - MAX_POINTS); tr.y.splice(0, tr.y.length - MAX_POINTS); }
+    if (c.drawn && !c.fresh) {
+      var p = c.pending[i] || (c.pending[i] = { x: [], y: [] });
+      p.x.push(t); p.y.push(y);
+      if (p.x.length > MAX_POINTS) { p.x.shift(); p.y.shift(); }  // a hidden tab runs no frames
     }
     c.count += 1;
+  }
+
+  // Whole series at once (history answered as arrays), without a call per point.
+  function addSeries(id, key, xs, ys, style) {
+    var c = charts[id];
+    if (!c) return;
+    var x = [], y = [];
+    for (var k = 0; k < xs.length; k++) {
+      if (ys[k] !== null && ys[k] !== undefined) { x.push(xs[k]); y.push(ys[k]); }
+    }
+    if (!x.length) return;
+    c.index[key] = c.traces.length;
+    c.last[key] = x[x.length - 1];
+    c.traces.push(Object.assign({ x: x.slice(-MAX_POINTS), y: y.slice(-MAX_POINTS), name: key,
+                                  mode: "lines+markers", marker: { size: 3 } }, style || {}));
+    c.count += x.length;
+    c.fresh = true;
+  }
+
+  function mark(name) {
+    if (window.performance && performance.mark) performance.mark(name);
+  }
+
+  // Plotly.react's promise settles once the chart is on screen: the marks follow it.
+  function render(id) {
+    var c = charts[id];
+    var data = c.traces.map(function (tr) {
+      // A marker is an SVG element per point: past a few hundred points a line alone.
+      var mode = tr.mode === "lines+markers" && tr.x.length > MARKERS_UP_TO ? "lines" : tr.mode;
+      return Object.assign({}, tr, { x: tr.x.slice(), y: tr.y.slice(), mode: mode });
+    });
+    var done = Plotly.react(c.el, data, layoutFor(id, c.spanS), { displayModeBar: false, responsive: true });
+    c.fresh = false; c.pending = {};
+    var first = !c.drawn;
+    c.drawn = true;
     c.el.dataset.points = c.count;
-    if (c.count === 1) showEmpty(id);
+    showEmpty(id);
+    return Promise.resolve(done).then(function () { if (first) mark("switchyard:chart-drawn:" + id); });
+  }
+
+  // The opening (or a range's) draw: one react per chart, then a mark the bench reads.
+  function renderAll() {
+    Promise.all(Object.keys(charts).map(render)).then(function () { mark("switchyard:charts-drawn"); });
+  }
+
+  var frame = null;
+  function flush() {
+    frame = null;
+    Object.keys(charts).forEach(function (id) {
+      var c = charts[id];
+      if (!c.drawn) return;
+      if (c.fresh) { render(id); return; }
+      var idx = Object.keys(c.pending).map(Number);
+      if (!idx.length) return;
+      Plotly.extendTraces(c.el, { x: idx.map(function (i) { return c.pending[i].x; }),
+                                  y: idx.map(function (i) { return c.pending[i].y; }) }, idx, MAX_POINTS);
+      c.pending = {};
+      c.el.dataset.points = c.count;
+      showEmpty(id);
+    });
+  }
+
+  function schedule() {
+    if (frame === null) frame = requestAnimationFrame(flush);
   }
 
   function seriesKey(p) {
@@ -161,8 +239,8 @@
         document.getElementById("point-count").textContent = received;
       }
       if (mode !== "live") return;
-      if (p.type === "point") onPoint(p);
-      else if (p.type === "node") { onNode(p); updateTrafficReason(); }
+      if (p.type === "point") { onPoint(p); schedule(); }
+      else if (p.type === "node") { onNode(p); updateTrafficReason(); schedule(); }
     };
     ws.onclose = function () {
       setBadge("stale: reconnecting…", "warning");
@@ -172,7 +250,7 @@
 
   function resetCharts(spanS) {
     Object.keys(SPECS).forEach(function (id) {
-      if (charts[id]) Plotly.purge(charts[id].el);
+      if (charts[id] && charts[id].drawn) Plotly.purge(charts[id].el);
       delete charts[id];
       initChart(id, spanS);
     });
@@ -182,31 +260,70 @@
     var initial = cfg.initial || { points: [], nodes: [] };
     initial.points.forEach(onPoint);
     initial.nodes.forEach(onNode);
+    renderAll();
     var drawn = initial.points.length + initial.nodes.length;
     var el = document.getElementById("chart-rate");
     if (el) el.dataset.history = initial.points.length;
     document.getElementById("history-count").textContent = drawn;
   }
 
-  function loadHistory(range) {
-    var params = new URLSearchParams(Object.assign({ since: range }, cfg.history));
-    fetch("/api/v1/metrics/?" + params, { credentials: "same-origin" })
-      .then(function (r) { return r.json(); })
-      .then(function (answer) {
-        var points = answer.points || [];
-        document.getElementById("history-empty").classList.toggle("d-none", points.length > 0);
-        points.forEach(function (p) {
-          var t = new Date(p.ts), key = seriesKey(p);
-          add("chart-rate", key, t, p.request_rate);
-          add("chart-success", key, t, p.success_rate);
-          add("chart-latency", key + " avg", t, p.avg_ms);
-          add("chart-latency", key + " p99", t, p.p99_ms, { line: { dash: "dot" } });
-          add("chart-queue", key, t, p.queue_ms);
-        });
-      });
+  function seriesName(s) {
+    return cfg.mode === "model" ? s.cluster + " v" + s.version : s.model + " v" + s.version;
   }
 
+  function drawModelSeries(series) {
+    series.forEach(function (s) {
+      var t = s.t.map(function (e) { return new Date(e * 1000); }), key = seriesName(s);
+      addSeries("chart-rate", key, t, s.request_rate);
+      addSeries("chart-success", key, t, s.success_rate);
+      addSeries("chart-latency", key + " avg", t, s.avg_ms);
+      addSeries("chart-latency", key + " p99", t, s.p99_ms, { line: { dash: "dot" } });
+      addSeries("chart-queue", key, t, s.queue_ms);
+    });
+  }
+
+  function drawNodeSeries(series) {
+    series.forEach(function (s) {
+      var t = s.t.map(function (e) { return new Date(e * 1000); });
+      addSeries("chart-cpu", s.node, t, s.cpu_util.map(function (v) { return v === null ? null : v * 100; }));
+      addSeries("chart-gpu", s.node + " avg", t, s.gpu_util.map(function (v) { return v === null ? null : v * 100; }));
+    });
+  }
+
+  function fetchSeries(params) {
+    var query = new URLSearchParams(Object.assign({ shape: "series" }, params));
+    return fetch("/api/v1/metrics/?" + query, { credentials: "same-origin" })
+      .then(function (r) { return r.json(); });
+  }
+
+  // A range's history: the server picks the resolution (step_s); each chart drawn once.
+  function askHistory(range) {
+    var asked = [fetchSeries(Object.assign({ since: range }, cfg.history))];
+    if (cfg.mode === "cluster") asked.push(fetchSeries({ since: range, kind: "node", cluster: cfg.history.cluster }));
+    return Promise.all(asked);
+  }
+
+  // A page opened on a range asks for it at once: this script runs before Plotly's (the
+  // template loads it first), so the server works while the browser compiles Plotly.
   var SPANS = { "1h": 3600, "24h": 86400 };
+  var openedOn = new URLSearchParams(location.search).get("range");
+  var early = SPANS[openedOn] ? { range: openedOn, answers: askHistory(openedOn) } : null;
+
+  function loadHistory(range) {
+    var answers = early && early.range === range ? early.answers : askHistory(range);
+    early = null;
+    answers.then(function (answers) {
+      if (mode !== range) return;  // another range was chosen meanwhile
+      var series = answers[0].series || [];
+      document.getElementById("history-empty").classList.toggle("d-none", series.length > 0);
+      document.getElementById("history-step").textContent = answers[0].resolution || "";
+      drawModelSeries(series);
+      if (answers[1]) drawNodeSeries(answers[1].series || []);
+      renderAll();
+      var el = document.getElementById("chart-rate");
+      if (el) el.dataset.history = series.reduce(function (n, s) { return n + s.t.length; }, 0);
+    });
+  }
 
   function onRange(button) {
     document.querySelectorAll("[data-range]").forEach(function (b) {
@@ -216,6 +333,9 @@
     mode = button.dataset.range;
     document.getElementById("history-note").classList.toggle("d-none", mode === "live");
     resetCharts(SPANS[mode] || cfg.window_s);
+    var url = new URL(location.href);
+    if (mode === "live") url.searchParams.delete("range"); else url.searchParams.set("range", mode);
+    history.replaceState(null, "", url);
     if (mode !== "live") loadHistory(mode);
     else drawInitial();
   }
@@ -224,16 +344,21 @@
   function slide() {
     if (mode !== "live") return;
     Object.keys(charts).forEach(function (id) {
-      if (charts[id].count) Plotly.relayout(charts[id].el, { "xaxis.range": windowRange(cfg.window_s) });
+      if (charts[id].count && charts[id].drawn) Plotly.relayout(charts[id].el, { "xaxis.range": windowRange(cfg.window_s) });
     });
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    Object.keys(SPECS).forEach(function (id) { initChart(id, cfg.window_s); });
-    drawInitial();
     document.querySelectorAll("[data-range]").forEach(function (b) {
       b.addEventListener("click", function () { onRange(b); });
     });
+    // ?range=24h opens straight on that range (a link to it, or a reload, keeps it).
+    var asked = document.querySelector('[data-range="' + new URLSearchParams(location.search).get("range") + '"]');
+    if (asked && asked.dataset.range !== "live") onRange(asked);
+    else {
+      Object.keys(SPECS).forEach(function (id) { initChart(id, cfg.window_s); });
+      drawInitial();
+    }
     connect(1000);
     setInterval(slide, 5000);
     // No message for 10 s while connected: say so instead of showing old lines as current.

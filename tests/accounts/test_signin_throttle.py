@@ -131,3 +131,74 @@ def test_behind_a_proxy_the_address_it_added_counts_not_the_clients_claim(ada, i
     body = {"username": ada, "password": f"pw-{ada}"}
     blocked = client.post("/api/v1/auth/token/", body, format="json", HTTP_X_FORWARDED_FOR=ip)
     assert blocked.status_code == 429
+
+
+def _fail_from(ip: str, times: int) -> None:
+    for n in range(times):
+        assert _api(ip, f"nobody-{n}-{uuid.uuid4().hex[:6]}", "wrong").status_code == 401
+
+
+def test_an_ip_past_its_failures_is_refused_by_the_token_endpoint_before_parsing(ip):
+    _fail_from(ip, 5)
+    # Not even JSON: a parsed body would answer 400; the throttle answers first.
+    response = APIClient(REMOTE_ADDR=ip).post(
+        "/api/v1/auth/token/", b"{not json", content_type="application/json"
+    )
+    assert response.status_code == 429
+    assert response.json()["errors"][0]["message"].startswith("Too many failed sign-ins.")
+
+
+def test_admin_login_failures_count_and_a_throttled_ip_is_refused_before_parsing(ip, ada):
+    admin = Client(REMOTE_ADDR=ip)
+    for n in range(5):
+        answer = admin.post("/admin/login/", {"username": f"x-{n}-{ada}", "password": "wrong"})
+        assert answer.status_code == 200  # the form again
+    failed = AuditEvent.objects.filter(action="auth.sign_in_failed", details__ip=ip)
+    assert failed.count() == 5 and failed.first().details["via"] == "admin"
+    # A malformed multipart body would be a 400 once parsed, a missing CSRF token a 403:
+    # the throttle answers first.
+    strict = Client(REMOTE_ADDR=ip, enforce_csrf_checks=True)
+    response = strict.post(
+        "/admin/login/", b"--x\r\nbroken", content_type="multipart/form-data; boundary=x"
+    )
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) > 0
+    assert admin.get("/admin/login/").status_code == 200  # the page itself stays reachable
+
+
+def test_x_forwarded_for_is_ignored_without_a_proxy_count(ip, settings):
+    settings.SWITCHYARD_PROXY_COUNT = 0
+    _fail_from_forwarded = [
+        APIClient(REMOTE_ADDR=ip).post(
+            "/api/v1/auth/token/",
+            {"username": f"n-{n}-{uuid.uuid4().hex[:6]}", "password": "wrong"},
+            format="json",
+            HTTP_X_FORWARDED_FOR=f"192.0.2.{n + 1}",  # a different claim every time
+        )
+        for n in range(5)
+    ]
+    assert {r.status_code for r in _fail_from_forwarded} == {401}
+    blocked = APIClient(REMOTE_ADDR=ip).post(
+        "/api/v1/auth/token/", {"username": "u", "password": "p"}, format="json"
+    )
+    assert blocked.status_code == 429  # every failure counted against REMOTE_ADDR
+    failed = AuditEvent.objects.filter(action="auth.sign_in_failed").first()
+    assert failed.details["ip"] == ip
+
+
+def test_with_a_proxy_count_the_address_that_many_hops_from_the_right_counts(settings):
+    from django.test import RequestFactory
+
+    from accounts.client_ip import client_ip
+
+    request = RequestFactory().get(
+        "/", REMOTE_ADDR="10.0.0.9", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7, 10.0.0.8"
+    )
+    settings.SWITCHYARD_PROXY_COUNT = 0
+    assert client_ip(request) == "10.0.0.9"
+    settings.SWITCHYARD_PROXY_COUNT = 1
+    assert client_ip(request) == "10.0.0.8"
+    settings.SWITCHYARD_PROXY_COUNT = 2
+    assert client_ip(request) == "203.0.113.7"
+    settings.SWITCHYARD_PROXY_COUNT = 9  # fewer hops than proxies: the leftmost one
+    assert client_ip(request) == "6.6.6.6"

@@ -31,14 +31,14 @@ def _api_ticket(secret: str) -> dict:
     return response.json()
 
 
-def test_a_ticket_from_the_api_opens_one_socket_only(daphne_server, make_user, tmp_path):
+def test_a_ticket_from_the_api_opens_one_socket_only(daphne_server, daphne_log, make_user):
     _, secret = api_token_create(user=make_user("rita"), name="script")
     body = _api_ticket(secret)
     assert set(body) == {"ticket", "expires_at"}
     assert _hello(daphne_server, f"?ticket={body['ticket']}") == {"type": "hello", "user": "rita"}
     with pytest.raises(REFUSED):
         _hello(daphne_server, f"?ticket={body['ticket']}")
-    log = (tmp_path / "daphne.log").read_text()  # the daphne_server fixture's access log
+    log = daphne_log.read()  # the daphne's access log, from this test on
     assert "WSCONNECT /ws/system/" in log
     assert body["ticket"] not in log and secret not in log
 

@@ -24,7 +24,11 @@ def bench_world(triton_cluster, settings, tmp_path, make_user):
     rita = make_user("rita", role="release-managers")
     team_create(name="fraud", actor=ada)
     staging = cluster_create(
-        actor=rita, name="bench-staging", environment="staging", router={"driver": "none"}
+        actor=rita,
+        name="bench-staging",
+        environment="staging",
+        router={"driver": "none"},
+        api_key=triton_cluster.node_key.value,  # benchmarks load with the cluster's own key
     )
     node = triton_cluster.nodes[0]
     node_create(

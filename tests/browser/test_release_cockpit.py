@@ -1,43 +1,31 @@
 """The release cockpit in Chromium, served by daphne (HTTP and websockets): a release
-manager approves a manual gate with a reason while the tick runs in the background against
-real Triton nodes and a real nginx; the page follows the release over /ws/releases/<id>/."""
-
-import threading
-import time
+manager approves a manual gate with a reason while the session's lane workers tick it (queued
+as beat does, tests/ticking.py) against real Triton nodes and a real nginx; the page follows
+the release over /ws/releases/<id>/."""
 
 import pytest
-from django.db import connection
 
 from releases.services import release_create
-from releases.tick import release_tick
 from tests.releases.test_release_flow import (
     Traffic,
     _model_with_baseline,
     _unload,
     release_world,  # noqa: F401 - fixture
 )
+from tests.ticking import Ticking
 
 pytestmark = [pytest.mark.browser, pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 
 
-class Ticker(threading.Thread):
-    """What celery beat does in production: tick the release every half second."""
-
-    def __init__(self, release_id: int):
-        super().__init__(daemon=True)
-        self.release_id, self.stop = release_id, threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self.stop.is_set():
-                release_tick(release_id=self.release_id, inline_loads=True)
-                time.sleep(0.5)
-        finally:
-            connection.close()
-
-
-def test_release_manager_approves_a_gate_on_the_cockpit(daphne_server, page, release_world):  # noqa: F811
+def test_release_manager_approves_a_gate_on_the_cockpit(
+    daphne_server,
+    page,
+    release_world,  # noqa: F811
+    lanes,
+    settings,
+):
     world, base = release_world, f"http://{daphne_server}"
+    settings.SWITCHYARD_STORAGE_ROOT = lanes.storage  # where the lanes' workers read
     model, _, candidate = _model_with_baseline(
         world, "rel_cockpit", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0}
     )
@@ -53,7 +41,7 @@ def test_release_manager_approves_a_gate_on_the_cockpit(daphne_server, page, rel
             progress_deadline_s=60,
             analysis={"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 5},
         )
-        ticker = Ticker(release.pk)
+        ticker = Ticking(lanes)
         try:
             page.goto(f"{base}/login/")
             page.fill("#id_username", "rita")
@@ -79,7 +67,5 @@ def test_release_manager_approves_a_gate_on_the_cockpit(daphne_server, page, rel
             assert "rita asked to approve: metrics look good" in timeline
             page.wait_for_selector("[data-testid=ws-badge]:has-text('finished')", timeout=10000)
         finally:
-            ticker.stop.set()
-            if ticker.is_alive():
-                ticker.join(10)
+            ticker.stop()
     _unload(world, model)

@@ -3,47 +3,38 @@ the guard's per-tick samples (the evidence it acted on) instead of empty interva
 and the list and the cockpit show weight 0 with the peak it reached. Real Triton nodes,
 a real nginx router, real traffic; Chromium against daphne."""
 
-import time
-
 import pytest
 
 from releases.models import Release
 from releases.services import release_create
 from tests.browser.helpers import login
-from tests.browser.test_release_cockpit import Ticker
 from tests.releases.test_release_flow import (
     Traffic,
     _model_with_baseline,
     _unload,
     release_world,  # noqa: F401 - fixture
 )
+from tests.ticking import Ticking
 
 pytestmark = [pytest.mark.browser, pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 
 
-def _ticked_until_finished(release, timeout_s: float = 90.0) -> Release:
-    """Tick in a thread (Playwright's loop runs in this one, and a tick publishes)."""
-    ticker = Ticker(release.pk)
-    ticker.start()
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            release.refresh_from_db()
-            if not release.is_active:
-                return release
-            time.sleep(0.5)
-    finally:
-        ticker.stop.set()
-        ticker.join(10)
-    raise AssertionError(f"still {release.phase} after {timeout_s} s: {release.reason}")
+def _ticked_until_finished(release, lanes, timeout_s: float = 120.0) -> Release:
+    """The release once it ended, ticked by the session's lane workers (queued as beat
+    does; nothing ticks in this thread, where Playwright's loop runs)."""
+    with Ticking(lanes) as loop:
+        return loop.until(release.pk, lambda r: not r.is_active, "the release to end", timeout_s)
 
 
 def test_fast_guard_rollback_shows_the_samples_that_triggered_it(
     daphne_server,
     page,
     release_world,  # noqa: F811
+    lanes,
+    settings,
 ):
     world, base = release_world, f"http://{daphne_server}"
+    settings.SWITCHYARD_STORAGE_ROOT = lanes.storage  # where the lanes' workers read
     model, _, candidate = _model_with_baseline(
         world, "rel_guard", 3, {"p99_latency_ms": 500, "min_success_rate": 99.0}
     )
@@ -58,7 +49,7 @@ def test_fast_guard_rollback_shows_the_samples_that_triggered_it(
             drain_s=0.5,
             progress_deadline_s=900,
         )
-        release = _ticked_until_finished(release)
+        release = _ticked_until_finished(release, lanes)
     try:
         assert release.phase == "ROLLED_BACK", release.reason
         assert release.events.filter(kind="phase", message__contains="fast guard").exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from deployments.models import TritonCluster
+from deployments.models import PriceChange, TritonCluster
 from deployments.reconcile import cluster_reconcile
 from deployments.services import deployment_create
 from models_registry.services import model_create
@@ -20,7 +20,6 @@ from releases.services import release_create
 from telemetry.collector import Collector, ScrapeSource, Target
 from telemetry.services import rollups_write
 from tests.browser.helpers import login, screenshot
-from tests.browser.test_release_cockpit import Ticker
 from tests.conftest import in_thread
 from tests.deploying import pushed
 from tests.registry.archives import register_risk_score_as
@@ -30,6 +29,7 @@ from tests.releases.test_release_flow import (
     release_world,  # noqa: F401 - fixture
 )
 from tests.telemetry.live import unload
+from tests.ticking import Ticking
 
 pytestmark = [pytest.mark.browser, pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 
@@ -56,7 +56,11 @@ def _world_with_traffic(world):
     ghost_v1 = register_risk_score_as(ghost, world["ada"], 1)
     run = deployment_create(cluster=world["cluster"], version=ghost_v1, actor=world["rita"])
     pushed(run)
+    # Priced so from its creation on (the past minutes scraped below are charged this).
     TritonCluster.objects.filter(pk=world["cluster"].pk).update(node_hourly_cost=Decimal("3600"))
+    PriceChange.objects.filter(cluster=world["cluster"], node_name="").update(
+        node_hourly_cost=Decimal("3600")
+    )
     cluster_reconcile(cluster=world["cluster"])
     return model, candidate
 
@@ -80,7 +84,8 @@ def _scrape_into_past_minutes(world) -> None:
     assert rollups_write(rows=rows) == len(rows) > 0
 
 
-def _start_release(world, candidate):
+def _start_release(world, candidate, lanes):
+    """A release the session's lane workers tick (queued as beat does), once PROGRESSING."""
     release = release_create(
         cluster=world["cluster"],
         candidate=candidate,
@@ -90,13 +95,13 @@ def _start_release(world, candidate):
         progress_deadline_s=900,
         drain_s=0.5,
     )
-    ticker = Ticker(release.pk)
+    ticker = Ticking(lanes)
     ticker.start()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and release.phase != "PROGRESSING":
-        time.sleep(0.5)
-        release.refresh_from_db()
-    assert release.phase == "PROGRESSING", release.reason
+    try:
+        release = ticker.phase(release.pk, {"PROGRESSING"}, timeout_s=120)
+    except BaseException:
+        ticker.stop()
+        raise
     return release, ticker
 
 
@@ -105,15 +110,18 @@ def test_each_role_home_answers_its_question_and_every_page_passes_axe(
     page,
     make_user,
     release_world,  # noqa: F811
+    lanes,
+    settings,
 ):
     world, base = release_world, f"http://{daphne_server}"
+    settings.SWITCHYARD_STORAGE_ROOT = lanes.storage  # where the lanes' workers read
     make_user("max", role="managers")
     model, candidate = _world_with_traffic(world)
     ticker = None
     try:
         with Traffic(world["port"], "home_risk"):
             _scrape_into_past_minutes(world)
-            release, ticker = _start_release(world, candidate)
+            release, ticker = _start_release(world, candidate, lanes)
             page.set_viewport_size(WIDE)
             _release_managers_home(page, base, release)
             _algorithm_home(page, base)
@@ -122,8 +130,7 @@ def test_each_role_home_answers_its_question_and_every_page_passes_axe(
             _usable_at_390_px(page, base, release)
     finally:
         if ticker is not None:
-            ticker.stop.set()
-            ticker.join(10)
+            ticker.stop()
         unload(world["nodes"], "home_risk")
         unload(world["nodes"], "home_ghost")
 

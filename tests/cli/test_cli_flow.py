@@ -1,6 +1,7 @@
 """The `switchyard` CLI as a CI job runs it: a subprocess talking to a live daphne server
 that queues work on a real Celery worker, real Triton nodes behind a real nginx router, and
-release ticks in a background thread (what celery beat does in production)."""
+release ticks run by that worker, `releases.tick_active` queued on a timer as celery beat does
+in production (tests/ticking.py)."""
 
 import json
 import os
@@ -8,22 +9,15 @@ import pty
 import re
 import subprocess
 import sys
-import threading
 import time
 import tomllib
 
 import pytest
-from django.contrib.auth.models import Group
-from django.db import connection
 
 from deployments.services import cluster_create, node_create
-from integrations.triton.local import free_ports
-from models_registry.models import Model, Team
-from models_registry.services import team_member_add
+from integrations.triton.local import free_ports, start_cluster
+from models_registry.models import Model
 from releases import routing
-from releases.models import Release
-from releases.state_machine import TERMINAL
-from releases.tick import release_tick
 from tests.conftest import ROOT, child_environment, start_celery_worker, stop_process, wait_for
 from tests.exampledata import EXAMPLES
 from tests.releases.test_release_flow import (
@@ -32,27 +26,10 @@ from tests.releases.test_release_flow import (
     _unload,
     release_world,  # noqa: F401 - fixture
 )
+from tests.ticking import Lanes, Ticking
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 RISK_SCORE = str(EXAMPLES / "risk_score")
-
-
-class Beat(threading.Thread):
-    """Tick every active release twice a second, as the beat schedule does."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self.stop.is_set():
-                active = Release.objects.exclude(phase__in=[p.value for p in TERMINAL])
-                for release_id in active.values_list("pk", flat=True):
-                    release_tick(release_id=release_id, inline_loads=True)
-                time.sleep(0.5)
-        finally:
-            connection.close()
 
 
 def _start_daphne(log, env: dict) -> tuple[subprocess.Popen, str]:
@@ -87,12 +64,33 @@ def _start_daphne(log, env: dict) -> tuple[subprocess.Popen, str]:
 
 
 @pytest.fixture
-def stack(release_world, settings, tmp_path):  # noqa: F811
+def smoke_cluster(tmp_path):
+    """A node of the test's own in a cluster that serves nothing: where smoke tests run
+    (never beside what canary serves)."""
+    nodes = start_cluster(1, tmp_path / "smoke")
+    try:
+        cluster = cluster_create(actor=None, name="smoke", environment="staging")
+        node = nodes.nodes[0]
+        node_create(
+            cluster=cluster,
+            actor=None,
+            name="smoke1",
+            http_url=node.http_url,
+            grpc_url=node.grpc_url,
+            metrics_url=node.metrics_url,
+        )
+        yield cluster
+    finally:
+        nodes.stop()
+
+
+@pytest.fixture
+def stack(release_world, smoke_cluster, settings, tmp_path):  # noqa: F811
     """release_world's cluster and users, plus a worker and a server on one queue."""
     env = {
         "SWITCHYARD_STORAGE_ROOT": str(settings.SWITCHYARD_STORAGE_ROOT),
         "SWITCHYARD_DEPLOY_DRAIN_S": "0.2",
-        "SWITCHYARD_SMOKE_CLUSTER": "canary",  # smoke tests on its nodes (no staging here)
+        "SWITCHYARD_SMOKE_CLUSTER": smoke_cluster.name,
     }
     os.environ.update(env)  # the worker inherits them too
     worker = start_celery_worker(tmp_path / "worker.log")
@@ -101,7 +99,7 @@ def stack(release_world, settings, tmp_path):  # noqa: F811
             tmp_path / "daphne.log", {**env, "SWITCHYARD_CELERY_QUEUE": worker.queue}
         )
         try:
-            yield {**release_world, "url": url, "tmp": tmp_path}
+            yield {**release_world, "url": url, "tmp": tmp_path, "worker": worker}
         finally:
             stop_process(proc)
     finally:
@@ -110,10 +108,14 @@ def stack(release_world, settings, tmp_path):  # noqa: F811
             os.environ.pop(key, None)
 
 
-def switchyard(world, *args: str, user: str = "rita", token: str | None = None):
-    """Run the CLI as a CI job would; answer (exit code, stdout, stderr)."""
+def switchyard(
+    world, *args: str, user: str = "rita", token: str | None = None, extra_env: dict | None = None
+):
+    """Run the CLI as a CI job would (`user`'s config file, `extra_env` added to the
+    environment); answer (exit code, stdout, stderr)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHYARD_", "DJANGO_"))}
     env.update(SWITCHYARD_URL=world["url"], SWITCHYARD_CONFIG=str(world["tmp"] / f"{user}.toml"))
+    env.update(extra_env or {})
     if token:
         env["SWITCHYARD_TOKEN"] = token
     done = subprocess.run(
@@ -205,11 +207,11 @@ def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
     assert bench.get("status") == "succeeded" and len(bench["levels"]) == 2, (out, err)
     assert code == (0 if bench["verdict"].get("passed") is not False else 1)
 
-    beat = Beat()
+    beat = Ticking(Lanes.of(world["worker"]))
     beat.start()
     try:
-        with Traffic(world["port"], "risk_score"):
-            time.sleep(1.0)
+        with Traffic(world["port"], "risk_score") as traffic:
+            traffic.more(20)  # traffic flows
             good = {"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 5}
             code, out, err = release(world, 2, "20,50,100", good)
             assert code == 0, (out, err)
@@ -244,8 +246,7 @@ def test_ci_flow_register_deploy_canary_promoted_then_faulty_rolled_back(stack):
             code, out, err = switchyard(world, "release", "promote", str(release_id))
             assert code == 2 and "HTTP 409" in err, (out, err)
     finally:
-        beat.stop.set()
-        beat.join(15)
+        beat.stop()
     assert _loaded(world, "risk_score") == [{"2"}, {"2"}]
     _unload(world, Model.objects.get(name="risk_score"))
 
@@ -264,6 +265,8 @@ def test_bad_token_and_unknown_resources_exit_2(stack):
     assert code == 0 and out.strip() == "", (out, err)  # no usage recorded: no rows
     code, out, err = switchyard(world, "cost", "report", "--group-by", "team", "-o", "json")
     assert code == 0 and json.loads(out)["rows"] == [], (out, err)
+    code, out, err = switchyard(world, "cost", "report", "--kind", "validation", "-o", "json")
+    assert code == 0 and json.loads(out)["total_cost"] == 0, (out, err)
     code, out, err = switchyard(world, "login", "--username", "rita", "--password", "wrong")
     assert code == 2 and "HTTP 40" in err, (out, err)
 
@@ -291,56 +294,6 @@ def run_ci_script(world, script: str, env: dict, **inputs: str):
     return subprocess.run(
         ["bash", script], cwd=work, env=env, capture_output=True, text=True, timeout=300
     )
-
-
-def test_docs_ci_example_promotes_a_good_build_and_fails_on_the_faulty_one(stack, make_user):
-    world = stack
-    ci = make_user("ci", role="algorithm")
-    ci.groups.add(Group.objects.get(name="release-managers"))
-    admin = make_user("admin", superuser=True)
-    team_member_add(team=Team.objects.get(name="fraud"), username="ci", actor=admin)
-    login(world, "ci")
-    login(world, "ada")
-    login(world, "rita")
-    register(world, 1, "build-1", "--team", "fraud")
-    code, out, err = switchyard(world, "deploy", "risk_score:1", "--cluster", "canary", "--wait")
-    assert code == 0, (out, err)
-    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
-    script, env = docs_ci_script(world["tmp"])
-    beat = Beat()
-    beat.start()
-    try:
-        with Traffic(world["port"], "risk_score"):
-            time.sleep(1.0)
-            good = '--interval 2 --analysis {"min_requests":10,"latency_tolerance":5}'
-            done = run_ci_script(
-                world,
-                script,
-                env,
-                BUILD="b2",
-                REGISTER_ARGS="--folder 2",
-                STEPS="20,50,100",
-                RELEASE_ARGS=good,
-            )
-            assert done.returncode == 0, (done.stdout, done.stderr)
-            assert "risk_score:2 promoted" in done.stdout
-            faulty = '--interval 2 --analysis {"min_requests":10,"max_failed_checks":1}'
-            done = run_ci_script(
-                world,
-                script,
-                env,
-                BUILD="b3",
-                REGISTER_ARGS="--folder 3",
-                STEPS="25,50,100",
-                RELEASE_ARGS=faulty,
-            )
-            assert done.returncode == 1, (done.stdout, done.stderr)
-            assert "risk_score:3 rolled back" in done.stdout
-    finally:
-        beat.stop.set()
-        beat.join(15)
-    assert _loaded(world, "risk_score") == [{"2"}, {"2"}]
-    _unload(world, Model.objects.get(name="risk_score"))
 
 
 def switchyard_on_a_terminal(world, *args: str, user: str) -> tuple[int, str, str]:

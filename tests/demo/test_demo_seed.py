@@ -41,3 +41,51 @@ def test_the_demo_cluster_and_its_nodes_follow_the_ports_through_audited_service
     assert AuditEvent.objects.filter(action="cluster.updated").count() == 1
     assert AuditEvent.objects.filter(action="node.removed").count() == 2
     assert AuditEvent.objects.filter(action="node.created").count() == 4
+
+
+def test_the_demo_smoke_tests_on_a_node_of_its_own_that_serves_nothing(
+    settings, tmp_path, django_user_model
+):
+    from demo.seed import demo_cluster_seed, demo_models_register
+    from deployments.models import TritonCluster
+    from deployments.services import serving_state_set
+    from deployments.smoke import smoke_node
+
+    settings.SWITCHYARD_VAR_DIR = tmp_path
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    demo_users_create()
+    assert demo_cluster_seed(base_port=31000, nodes=2) == []
+    admin = django_user_model.objects.get(username="admin")
+    first = demo_models_register(actor=admin)[0]
+    local = TritonCluster.objects.get(name="local")
+    serving_state_set(cluster=local, model=first.model, versions=[first])  # as demo_seed's push
+    node, why = smoke_node()
+    assert why == "" and (node.cluster.name, node.http_url) == (
+        "local-smoke",
+        "http://127.0.0.1:31006",
+    )
+    assert node.cluster.environment == "staging" and not node.cluster.serving.exists()
+    assert demo_cluster_seed(base_port=31000, nodes=2) == []  # again: nothing written
+    assert AuditEvent.objects.filter(action="node.created").count() == 3
+
+
+def test_the_demo_benchmarks_one_sample_version_once_on_the_smoke_node(
+    settings, tmp_path, django_user_model
+):
+    from benchmarks.models import BenchmarkRun
+    from demo.benchmark import SAMPLE, demo_benchmark_seed
+    from demo.seed import SMOKE_CLUSTER, demo_cluster_seed, demo_models_register
+
+    settings.SWITCHYARD_VAR_DIR = tmp_path
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    demo_users_create()
+    demo_cluster_seed(base_port=31000, nodes=2)
+    admin = django_user_model.objects.get(username="admin")
+    demo_models_register(actor=admin)
+    lines = demo_benchmark_seed(cluster_name=SMOKE_CLUSTER, actor=admin)
+    run = BenchmarkRun.objects.get()  # queued after commit: the worker runs it
+    assert (run.version.model.name, run.version.version) == SAMPLE
+    assert run.status == "pending" and run.node.cluster.name == SMOKE_CLUSTER
+    assert lines == [f"benchmarking risk_score v2 on {SMOKE_CLUSTER} (its cost shows as benchmark)"]
+    assert demo_benchmark_seed(cluster_name=SMOKE_CLUSTER, actor=admin) == []  # once
+    assert AuditEvent.objects.filter(action="benchmark.created").count() == 1

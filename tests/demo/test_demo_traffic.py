@@ -12,8 +12,8 @@ from django.db import transaction
 
 from demo.traffic import Traffic, TrafficTarget, check_loopback
 from deployments.services import serving_state_set
-from integrations.triton.client import TritonClient
 from models_registry.services import model_create, model_version_register, team_create
+from tests.nodes import keyed_client
 from tests.registry.archives import example_entries, tar_gz
 from tests.telemetry.live import db_cluster, load_example, unload
 
@@ -49,7 +49,7 @@ def test_demo_traffic_sends_steady_requests_to_each_serving_version(
         assert 30 <= sent <= 45 and "'200'" in out.getvalue()
         served = 0
         for node in triton_cluster.nodes:
-            with TritonClient(node.http_url, node.grpc_url) as client:
+            with keyed_client(node) as client:
                 served += sum(s["inference_count"] for s in client.statistics(name))
         assert served == sent  # every request reached a node, spread over both
     finally:
@@ -59,7 +59,7 @@ def test_demo_traffic_sends_steady_requests_to_each_serving_version(
 def _served(nodes, model: str) -> int:
     served = 0
     for node in nodes:
-        with TritonClient(node.http_url, node.grpc_url) as client:
+        with keyed_client(node) as client:
             served += sum(s["inference_count"] for s in client.statistics(model))
     return served
 

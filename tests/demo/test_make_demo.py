@@ -1,7 +1,7 @@
 """`make demo` for real: the launcher `make demo` runs (`manage.py demo_run`) with every
 process, on free ports, a database and Redis keys of its own. The terminal stays quiet
 (under 60 lines, the banner last), each process logs to its file, and Ctrl-C (SIGINT) leaves
-no process behind."""
+no process behind. Within minutes its ghost is listed, with probes and no client request."""
 
 import random
 import signal
@@ -14,9 +14,14 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db.models import Sum
 
+from demo.ghost import GHOST_MODEL
+from demo.management.commands import demo_run
 from demo.users import BANNER_RULE
 from integrations.triton.local import port_is_free
+from reports.selectors import ghosts
+from telemetry.models import Rollup
 from tests.conftest import ROOT, child_environment, wait_for
 
 PROCESSES = (
@@ -33,11 +38,14 @@ PROCESSES = (
 
 
 def _demo_ports() -> tuple[int, int]:
-    """A web port and a Triton base port whose nodes (base..base+5) and router (+80) are free."""
+    """A web port and a Triton base port whose nodes (3 ports each: base..), router (+80 HTTP,
+    +81 gRPC) and web (+90) are free, below the kernel's ephemeral range (from 32768), where
+    no outgoing connection of another process takes one meanwhile."""
+    nodes = 3 * (demo_run.NODES + demo_run.SMOKE_NODES)
     for _ in range(200):
-        base = random.randrange(30000, 50000, 100)
+        base = random.randrange(20000, 32000, 100)
         port = base + 90
-        if all(port_is_free(p) for p in (*range(base, base + 6), base + 80, port)):
+        if all(port_is_free(p) for p in (*range(base, base + nodes), base + 80, base + 81, port)):
             return port, base
     raise RuntimeError("no free ports for the demo")
 
@@ -109,12 +117,17 @@ def test_make_demo_is_quiet_logs_to_files_and_stops_everything(transactional_db,
     reader.start()
     running: set[int] = set()
     try:
-        wait_for(
-            lambda: lines.count(BANNER_RULE) >= 2,
-            timeout_s=150,
-            what="the demo's banner",
-            proc=proc,
-        )
+        try:
+            wait_for(
+                lambda: lines.count(BANNER_RULE) >= 2,
+                timeout_s=150,
+                what="the demo's banner",
+                proc=proc,
+            )
+        except RuntimeError as exc:  # say what the demo printed and its processes logged
+            logs = sorted((var_dir / "log").glob("*.log"))
+            tails = [f"--- {p.name}\n{p.read_text(errors='replace')[-1500:]}" for p in logs]
+            raise RuntimeError("\n".join([str(exc), *lines, *tails])) from None
         # What comes after the banner shows here (at least 45 s after the launch).
         time.sleep(max(3.0, 45 - (time.monotonic() - launched)))
         seen = list(lines)
@@ -136,9 +149,21 @@ def test_make_demo_is_quiet_logs_to_files_and_stops_everything(transactional_db,
             timeout_s=60,
             what="demo traffic",
         )
+
+        # Its ghost is listed as the Reports page reads it, once probed: probes are no client.
+        def seen_by() -> dict:
+            return Rollup.objects.filter(model_name=GHOST_MODEL).aggregate(
+                clients=Sum("requests"), probes=Sum("probe_requests")
+            )
+
+        wait_for(lambda: (seen_by()["probes"] or 0) > 0, timeout_s=300, what="a probe's minute")
+        assert GHOST_MODEL in {row["model"] for row in ghosts(days=7)["rows"]}, ghosts(days=7)
+        assert seen_by()["clients"] == 0, seen_by()
         running = _demo_processes(proc.pid, var_dir)
         commands = " ".join(cmd for pid, (_, cmd) in _process_table().items() if pid in running)
-        assert commands.count("bin/tritonserver") == 2 and "nginx: master" in commands
+        served_and_smoke = demo_run.NODES + demo_run.SMOKE_NODES  # 2 serving, 1 for smoke tests
+        assert commands.count("bin/tritonserver") == served_and_smoke
+        assert "nginx: master" in commands
     finally:
         proc.send_signal(signal.SIGINT)  # Ctrl-C
         try:

@@ -3,6 +3,7 @@
 import pytest
 
 from deployments.services import cluster_create, node_create
+from deployments.tasks import cluster_status_refresh_all
 
 pytestmark = pytest.mark.django_db
 
@@ -23,6 +24,7 @@ def test_unreachable_node_shows_down_and_only_release_managers_see_deploy(client
         http_url="http://127.0.0.1:9",
         grpc_url="127.0.0.1:9",
     )
+    cluster_status_refresh_all()  # beat's reading of every node: the page reads it
     make_user("max", role="managers")
     client.login(username="max", password="pw-max")
     page = client.get("/clusters/edge/").content.decode()

@@ -3,23 +3,26 @@
 import io
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
+from deployments import own_traffic
 from deployments.executor import deployment_run
 from deployments.models import Deployment, DriftEvent, ServingState
 from deployments.reconcile import cluster_reconcile
 from deployments.services import cluster_create, deployment_create, node_create
 from deployments.smoke import model_version_smoke_validate
-from integrations.triton.client import TritonClient
 from integrations.triton.local import start_cluster
 from models_registry.models import ModelVersion
 from models_registry.services import model_create, model_version_register, team_create
 from models_registry.storage import blob_path
+from tests.conftest import session_node_key, wait_for
 from tests.deploying import pushed
+from tests.nodes import keyed_client
 from tests.registry.archives import example_entries, register_risk_score_as, tar_gz
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
@@ -32,7 +35,9 @@ def fleet(tmp_path_factory):
     work = tmp_path_factory.mktemp("fleet")
     shared = work / "shared-repo"
     shared.mkdir()
-    cluster = start_cluster(3, work, extra_args=[f"--model-repository={shared}"])
+    cluster = start_cluster(
+        3, work, extra_args=[f"--model-repository={shared}"], node_key=session_node_key()
+    )
     cluster.shared_repository = shared
     try:
         yield cluster
@@ -63,6 +68,7 @@ def _cluster(world, name="prod", mode="upload", environment="production"):
         environment=environment,
         push_mode=mode,
         router={"driver": "none"},
+        api_key=world["fleet"].node_key.value,  # the cluster's own key, sent on every push
         **extra,
     )
     for node in world["fleet"].nodes:
@@ -83,12 +89,12 @@ def _deploy(cluster, version, actor) -> Deployment:
 
 
 def _loaded(node, model: str) -> set[str]:
-    with TritonClient(node.http_url, node.grpc_url) as client:
+    with keyed_client(node) as client:
         return client.loaded_models().get(model, set())
 
 
 def _answering_version(node, model: str) -> str:
-    with TritonClient(node.http_url, node.grpc_url) as client:
+    with keyed_client(node) as client:
         features = np.random.default_rng(1).normal(size=(1, 128)).astype(np.float32)
         return client.infer(model, {"FEATURES": features}).model_version
 
@@ -97,11 +103,20 @@ def test_upload_push_serves_the_version_on_every_node_then_replaces_it(world):
     model = model_create(name="risk_score", team="fraud", actor=world["ada"])
     v1, v2 = _register(model, world["ada"], 1), _register(model, world["ada"], 2)
     cluster = _cluster(world)
+    names = [(cluster.name, n.name) for n in cluster.nodes.all()]
+    before = own_traffic.own_counts_read(names)
 
     first = _deploy(cluster, v1, world["rita"])
     assert first.status == "succeeded", first.error
     for row in first.nodes.all():
         assert row.status == "ready" and row.load_ms > 0 and row.warmup_ms > 0
+    # Each node's warm-ups are counted as the control plane's own, not clients': Triton's
+    # native one inside the load (one instance) and the push's inference.
+    after = own_traffic.own_counts_read(names)
+    for key in names:
+        warm = ("risk_score", "1", own_traffic.WARMUP)
+        was = before[key].get(warm, {}).get("success", 0.0)
+        assert after[key][warm]["success"] == was + 2
     for node in world["fleet"].nodes:
         assert _loaded(node, "risk_score") == {"1"}
         assert _answering_version(node, "risk_score") == "1"
@@ -153,7 +168,7 @@ def test_filesystem_push_writes_the_repository_atomically_and_serves(world):
     assert sample.stat().st_mtime_ns == written_at
     for node in world["fleet"].nodes:
         assert _loaded(node, "ticket_router") == {"1"}
-        with TritonClient(node.http_url, node.grpc_url) as client:
+        with keyed_client(node) as client:
             index = {(e.name, e.version, e.state) for e in client.repository_index()}
         assert ("ticket_router", "1", "READY") in index  # from disk, so in the index
     unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
@@ -209,14 +224,14 @@ def test_every_instance_is_warmed_by_triton_before_the_version_is_ready(world):
     assert _deploy(cluster, version, world["rita"]).status == "succeeded"
 
     node = world["fleet"].nodes[0]
-    with TritonClient(node.http_url, node.grpc_url) as client:
+    with keyed_client(node) as client:
         served = client.model_config("warm_probe")
     warmups = served.get("model_warmup", [])
     assert [(w["name"], w["batch_size"]) for w in warmups] == [("switchyard", 1)]
     assert warmups[0]["inputs"]["X"]["input_data_file"] == "switchyard_0"
 
     def ask(_):
-        with TritonClient(node.http_url, node.grpc_url) as client:
+        with keyed_client(node) as client:
             result = client.infer("warm_probe", {"X": np.ones((1,), np.float32)})
         return int(result.outputs["PID"][0]), int(result.outputs["SERVED_BEFORE"][0])
 
@@ -317,7 +332,7 @@ def test_smoke_validation_loads_under_a_temporary_name_and_records_the_result(wo
     version.refresh_from_db()
     assert version.status == "smoke_passed" and version.validation["smoke"] == report
     for node in world["fleet"].nodes:
-        with TritonClient(node.http_url, node.grpc_url) as client:
+        with keyed_client(node) as client:
             assert not [m for m in client.loaded_models() if "--smoke-" in m]
 
 
@@ -426,8 +441,25 @@ def test_deployment_api_runs_in_a_real_worker(world, celery_worker):
     assert unload.status_code == 202
 
 
+def _stub_children(pid: int) -> set[int]:
+    """Python backend stubs the tritonserver process `pid` runs (one per loaded or loading
+    python model version)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and argv and argv[0].endswith(b"triton_python_backend_stub"):
+            found.add(int(entry.name))
+    return found
+
+
 def _register_slow_loading(model, user):
-    """risk_score v2 whose initialize takes 2 s, so a node can be killed in the middle."""
+    """risk_score v2 whose initialize takes 6 s, so a node can be killed in the middle."""
     entries = example_entries("risk_score", 2)
     config = entries[0][1].replace(b'name: "risk_score"', f'name: "{model.name}"'.encode())
     files = []
@@ -435,9 +467,9 @@ def _register_slow_loading(model, user):
         if name.endswith("model.py"):
             data = data.replace(
                 b"    def initialize(self, args):\n",
-                b"    def initialize(self, args):\n        import time\n\n        time.sleep(2)\n",
+                b"    def initialize(self, args):\n        import time\n\n        time.sleep(6)\n",
             )
-            assert b"time.sleep(2)" in data
+            assert b"time.sleep(6)" in data
         files.append((name, data))
     archive = io.BytesIO(tar_gz([("config.pbtxt", config), *files]))
     return model_version_register(model=model, archive=archive, actor=user)
@@ -468,13 +500,24 @@ def test_node_killed_in_the_middle_of_its_load_fails_clearly_and_others_go_back(
 
     runner = threading.Thread(target=run)
     victim = fleet.nodes[1]
+    before = {node.name: _stub_children(node.process.pid) for node in fleet.nodes}
+
+    def initializing() -> bool:
+        """Every node runs a new stub (the new version's) that is not READY yet."""
+        rows = DeploymentNode.objects.filter(deployment=deployment, status="loading")
+        if rows.count() < len(fleet.nodes):
+            return False
+        for node in fleet.nodes:
+            if not _stub_children(node.process.pid) - before[node.name]:
+                return False
+            with keyed_client(node) as client:
+                if client.model_ready("risk_midkill", "2"):
+                    return False
+        return True
+
     runner.start()
     try:
-        deadline = time.monotonic() + 30
-        while not DeploymentNode.objects.filter(deployment=deployment, status="loading").exists():
-            assert time.monotonic() < deadline, "the push never started loading"
-            time.sleep(0.05)
-        time.sleep(0.8)  # every node is now inside the 2 s initialize of the new version
+        wait_for(initializing, timeout_s=60, what="every node inside the new version's load")
         fleet.kill(victim)
         runner.join(120)
     finally:
@@ -526,5 +569,5 @@ def test_removing_a_node_keeps_its_history_and_waits_for_running_deployments(wor
     done = deployment_run(deployment_id=unload.pk)
     assert done.status == "succeeded" and done.nodes.count() == 2
     assert _loaded(world["fleet"].nodes[2], "risk_shrink") == {"1"}
-    with TritonClient(world["fleet"].nodes[2].http_url, world["fleet"].nodes[2].grpc_url) as c:
+    with keyed_client(world["fleet"].nodes[2]) as c:
         c.unload("risk_shrink")

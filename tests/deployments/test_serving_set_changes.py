@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 
 from deployments import push
-from integrations.triton.client import TritonClient
+from deployments.services import cluster_create, node_create
 from integrations.triton.local import start_cluster
 from models_registry.services import model_create, team_create
+from tests.conftest import session_node_key
+from tests.nodes import keyed_client
 from tests.registry.archives import register_risk_score_as
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
@@ -47,6 +49,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _registered(node, actor):
+    """The local node as a node row of a cluster holding its key (what push talks to)."""
+    cluster = cluster_create(
+        actor=actor,
+        name="keep-running",
+        environment="staging",
+        router={"driver": "none"},
+        api_key=node.node_key.value,
+    )
+    urls = {"http_url": node.http_url, "grpc_url": node.grpc_url, "metrics_url": node.metrics_url}
+    return node_create(cluster=cluster, actor=actor, name=node.name, **urls)
+
+
 def _apply(node, versions, *, warm, repository=None):
     plan = push.build_plan(versions, upload=repository is None)
     if repository is not None:
@@ -56,7 +71,7 @@ def _apply(node, versions, *, warm, repository=None):
 
 
 def _score(node, model: str, version: int) -> np.ndarray:
-    with TritonClient(node.http_url, node.grpc_url) as client:
+    with keyed_client(node) as client:
         features = np.zeros((1, 128), dtype=np.float32)
         return client.infer(model, {"FEATURES": features}, version=version).outputs["SCORE"]
 
@@ -71,15 +86,18 @@ def target(request, triton_cluster, tmp_path_factory):
     work = tmp_path_factory.mktemp("fs-node")
     repository = work / "repository"
     repository.mkdir()
-    with start_cluster(1, work, extra_args=[f"--model-repository={repository}"]) as own:
+    with start_cluster(
+        1, work, extra_args=[f"--model-repository={repository}"], node_key=session_node_key()
+    ) as own:
         yield own.nodes[0], repository
 
 
 def test_adding_and_retiring_a_version_leaves_the_other_one_running(
     target, settings, tmp_path, make_user
 ):
-    node, repository = target
+    local, repository = target
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    node = _registered(local, make_user("rita", role="release-managers"))
     ada = make_user("ada", role="algorithm")
     team_create(name="fraud", actor=ada)
     model = model_create(name="keep_running", team="fraud", actor=ada)
@@ -101,12 +119,12 @@ def test_adding_and_retiring_a_version_leaves_the_other_one_running(
             pid: path for pid, path in now.items() if pid not in before and pid not in baseline
         }
         assert candidate and all(path.endswith("/2/model.py") for path in candidate.values())
-        assert _score(node, "keep_running", 1).shape == (1, 1)
+        assert _score(local, "keep_running", 1).shape == (1, 1)
 
         # What promotion pushes once the baseline is drained.
         _apply(node, [v2], warm=2, repository=repository)
         assert all(_alive(pid) for pid in candidate), "retiring v1 restarted v2's stub"
-        with TritonClient(node.http_url, node.grpc_url) as client:
+        with keyed_client(local) as client:
             deadline = time.monotonic() + 15
             while client.loaded_models().get("keep_running") != {"2"}:
                 assert time.monotonic() < deadline, client.loaded_models().get("keep_running")
@@ -114,5 +132,5 @@ def test_adding_and_retiring_a_version_leaves_the_other_one_running(
         if repository is not None:  # the stub could not write bytecode next to model.py
             assert (repository / "keep_running" / "2" / "__pycache__").is_file()
     finally:
-        with TritonClient(node.http_url, node.grpc_url) as client:
+        with keyed_client(local) as client:
             client.unload("keep_running")

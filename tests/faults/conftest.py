@@ -11,6 +11,7 @@ from controlplane.queues import all_queues
 from deployments.services import cluster_create, node_create
 from integrations.triton.local import start_cluster
 from models_registry.services import model_create, model_version_register, team_create
+from tests.conftest import session_node_key
 from tests.registry.archives import example_entries, tar_gz
 
 # A python model whose load takes this long (its initialize() sleeps): long enough to kill a
@@ -21,7 +22,7 @@ SLOW_LOAD_S = 12
 @pytest.fixture(scope="module")
 def fault_node(tmp_path_factory):
     """One real Triton node of this module's own: faults leave it loading or loaded."""
-    cluster = start_cluster(1, tmp_path_factory.mktemp("faults"))
+    cluster = start_cluster(1, tmp_path_factory.mktemp("faults"), node_key=session_node_key())
     try:
         yield cluster.nodes[0]
     finally:

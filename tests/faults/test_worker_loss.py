@@ -16,6 +16,7 @@ from deployments.sweep import deployments_lost_sweep
 from integrations.triton.client import TritonClient
 from tests.conftest import start_celery_worker, wait_for
 from tests.faults.conftest import new_model, register, slow_entries
+from tests.nodes import keyed_client
 from tests.registry.archives import register_risk_score_as
 
 pytestmark = [pytest.mark.triton]
@@ -24,7 +25,7 @@ LEASE = {"SWITCHYARD_WORK_LEASE_S": "3"}
 
 
 def _client(node) -> TritonClient:
-    return TritonClient(node.http_url, grpc_url=node.grpc_url)
+    return keyed_client(node)
 
 
 def _loaded(node) -> dict[str, set[str]]:
@@ -111,4 +112,5 @@ def test_a_benchmark_whose_worker_is_killed_is_failed_and_its_model_unloaded(
     run.refresh_from_db()
     assert run.status == BenchmarkRun.Status.FAILED and run.finished_at
     assert "worker running it stopped" in run.error
+    assert run.verdict["passed"] is False and run.verdict["reasons"] == [run.error]
     assert not [n for n in _loaded(world["node"]) if n.startswith(prefix)]

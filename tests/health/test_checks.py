@@ -88,3 +88,15 @@ def test_a_release_that_rolled_back_alerts_until_a_later_one_succeeds(world):
     release("SUCCEEDED")
     health_pass_all()
     assert not _open("release_rolled_back").exists()
+
+
+def test_a_node_open_to_model_control_fires_a_warning_until_it_refuses_without_a_key(world):
+    node = world["cluster"].nodes.get()
+    TritonNode.objects.filter(pk=node.pk).update(health="up", control_access="open")
+    cluster_health_pass(cluster=world["cluster"])
+    alert = _open("node_open").get()
+    assert alert.node_name == "n1" and alert.severity == "warning"
+    assert "without a key" in alert.summary
+    TritonNode.objects.filter(pk=node.pk).update(control_access="restricted")
+    cluster_health_pass(cluster=world["cluster"])
+    assert not _open("node_open").exists()

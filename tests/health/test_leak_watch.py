@@ -4,15 +4,17 @@ deploy and unload through the control plane; a clean model's node does not."""
 
 import glob
 import os
-import time
 import uuid
 
 import pytest
 
+from deployments.push import client_for
 from deployments.services import cluster_create, deployment_create, node_create
 from health.models import Alert, MemorySample
 from health.watch import cluster_health_pass
+from integrations.triton.memory import node_memory
 from models_registry.services import model_create, team_create
+from tests.conftest import wait_for
 from tests.deploying import pushed
 from tests.health.models import LEAKY, register_python
 
@@ -51,17 +53,35 @@ def leak_world(triton_cluster, settings, tmp_path, make_user):
             os.unlink(path)
 
 
+def _host_gauge(node) -> int | None:
+    return node_memory(node.http_url, node.metrics_url).host_bytes
+
+
+def _gauge_refreshed(node) -> None:
+    """Wait until Triton has refreshed its memory gauges (every second) since now: the host
+    memory it reports moved (used host memory moves by some bytes between any two polls)."""
+    seen = _host_gauge(node)
+    wait_for(
+        lambda: (now := _host_gauge(node)) is not None and now != seen,
+        timeout_s=60,
+        what=f"{node.name}'s memory gauges refreshed (reads {seen})",
+    )
+
+
 def _cycles(world, cluster, source: str) -> str:
     name = f"{cluster.name}_{uuid.uuid4().hex[:6]}"
     model = model_create(name=name, team="fraud", actor=world["ada"])
     version = register_python(model, world["ada"], source)
+    node = cluster.nodes.get()
     for _ in range(CYCLES):
         load = deployment_create(cluster=cluster, version=version, actor=world["rita"])
         pushed(load)
-        time.sleep(1.5)  # serve a while; Triton refreshes its memory gauges every second
+        _gauge_refreshed(node)  # the unload's "before" reads the loaded model's memory
         unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
         pushed(unload)
-        time.sleep(1.5)  # the unload finishes asynchronously
+        with client_for(node) as client:  # the cluster's key, as the control plane calls
+            client.wait_unloaded(name, timeout_s=60)  # the unload finishes asynchronously
+        _gauge_refreshed(node)
     return name
 
 

@@ -2,6 +2,7 @@
 
 from types import SimpleNamespace
 
+from deployments.own_traffic import parse
 from health.detect import queue_over_sla, silent_failure
 from health.leaks import Cycle, cycles_of, leak_verdict
 from health.probes import Target
@@ -96,6 +97,8 @@ def test_router_window_reads_versioned_and_unversioned_requests(tmp_path):
         {"ts": "101.0", "uri": "/v2/models/m/infer", "status": "200", "model": ""},
         {"ts": "10.0", "uri": "/v2/models/m/infer", "status": "500", "model": ""},  # too old
         {"ts": "101.0", "uri": "/v2/health/ready", "status": "200", "model": ""},
+        # Refused by the router (a GET of an infer path): it never reached Triton.
+        {"ts": "102.0", "uri": "/v2/models/m/infer", "status": "403", "refused": "1"},
     ]
     log.write_text("".join(json.dumps(line) + "\n" for line in lines))
     window = RouterWindow(log)
@@ -114,3 +117,18 @@ def test_memory_gauges_are_summed_over_gpus_and_a_fresh_servers_zero_is_no_readi
     )
     assert gauges_from_text(text) == {"host": 1048576, "gpu": 150}
     assert gauges_from_text("nv_cpu_memory_used_bytes 0\n") == {}
+
+
+def test_counter_window_takes_the_control_planes_own_requests_off():
+    history = CounterHistory()
+    line = (
+        'nv_inference_request_success{{model="m",version="1"}} {}\n'
+        'nv_inference_request_failure{{model="m",version="1",reason="OTHER"}} {}\n'
+    )
+    own = "m\x1f1\x1fprobe\x1f{}"
+    history.add(0.0, line.format(10, 0), 60, parse({own.format("success"): "2"}))
+    history.add(
+        5.0, line.format(14, 1), 60, parse({own.format("success"): "4", own.format("failure"): "1"})
+    )
+    grown = history.deltas()[("m", 1)]
+    assert (grown["success"], grown["failure"], grown["own_success"]) == (2, 0, 2)

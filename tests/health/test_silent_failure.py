@@ -61,7 +61,10 @@ def test_a_version_failing_every_request_while_ready_fires_and_resolves_when_fix
                 time.sleep(INTERVAL_S)
                 report = cluster_health_pass(cluster=cluster)
             assert report.probes == 2 and not Alert.objects.filter(model_name=name).exists()
-            assert traffic.ok > 0 and traffic.failed == 0
+            # Healthy, and no reload under the traffic: nothing failed, nothing was reset.
+            assert traffic.ok > 0 and traffic.failed == 0 and traffic.retries == 0, (
+                traffic.summary()
+            )
 
             flag.touch()  # the fault: every request now gets an error response
             passes = _passes_until(cluster, lambda: _open("silent_failure", name).exists(), 2)

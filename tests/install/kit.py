@@ -9,12 +9,15 @@ stand-in images built on it (deploy/containers/support/).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,79 +90,157 @@ def ensure_base_image() -> None:
         tar.wait()
 
 
-def inputs_hash(paths: list[str]) -> str:
-    """sha256 over the names and contents of the tracked and new files under `paths`."""
+def image_id(tag: str) -> str:
+    return run(["podman", "image", "inspect", "--format", "{{.Id}}", tag]).stdout.strip()
+
+
+def image_layers(tag: str) -> list[str]:
+    done = run(["podman", "image", "inspect", "--format", "{{json .RootFS.Layers}}", tag])
+    return json.loads(done.stdout)
+
+
+def tracked_files(paths: list[str]) -> list[str]:
+    """The tracked and new (not ignored) files under `paths` that go into an image."""
     listed = run(
         ["git", "ls-files", "-co", "--exclude-standard", "--", *paths],
         env=dict(os.environ),
         cwd=ROOT,
     ).stdout.split()
+    return sorted(n for n in listed if not n.startswith(NOT_IN_IMAGES) and (ROOT / n).is_file())
+
+
+def files(paths: list[str]) -> list[tuple[str, bytes]]:
+    """(name, content) of the files under `paths` that go into an image."""
+    return [(name, (ROOT / name).read_bytes()) for name in tracked_files(paths)]
+
+
+def content_hash(parts: list[tuple[str, bytes]]) -> str:
+    """sha256 over (name, content) pairs, in the order given."""
     digest = hashlib.sha256()
-    for name in sorted(n for n in listed if not n.startswith(NOT_IN_IMAGES)):
-        path = ROOT / name
-        if path.is_file():
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, data in parts:
+        digest.update(name.encode() + b"\0" + data + b"\0")
     return digest.hexdigest()[:16]
+
+
+def inputs_hash(paths: list[str]) -> str:
+    """sha256 over the names and contents of the tracked and new files under `paths`."""
+    return content_hash(files(paths))
+
+
+def requirement_lines(pattern: str) -> bytes:
+    """The lines of requirements.txt matching `pattern` (what an image installs of it)."""
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    return "\n".join(line for line in lines if re.match(pattern, line)).encode()
 
 
 @dataclass(frozen=True)
 class ImageSpec:
+    """An image and what it contains: its tag is the hash of that content and of the base
+    image, so each content is built once on a machine and reused by every later run."""
+
     name: str
     containerfile: str
-    inputs: tuple[str, ...]
+    contents: Callable[[], list[tuple[str, bytes]]]
+    target: str = ""  # a stage of the Containerfile, for an image that is one stage
 
     def tag(self) -> str:
-        return f"localhost/switchyard-kit-{self.name}:{inputs_hash(list(self.inputs))}"
+        base = [("base image", image_id(BASE_IMAGE).encode())]
+        return f"localhost/switchyard-kit-{self.name}:{content_hash(base + self.contents())}"
 
 
+# Builds of one image kept on the machine (the newest; each has its own content hash).
+KEEP_TAGS = 4
+CONTROLPLANE_FILE = "deploy/containers/controlplane.Containerfile"
+# The line that starts the control plane's code stage; above it is the runtime stage
+# (system packages, the venv with the runtime pins, Bootstrap), an image of its own here.
+CODE_STAGE = "FROM runtime\n"
+
+
+def _controlplane_runtime() -> list[tuple[str, bytes]]:
+    """The runtime stage's instructions and the files it copies (requirements.txt whole:
+    buildah's layer cache keys the COPY on the whole file, package.json, package-lock.json)."""
+    text = (ROOT / CONTROLPLANE_FILE).read_text()
+    if CODE_STAGE not in text:
+        raise KitError(f"{CONTROLPLANE_FILE} has no line {CODE_STAGE!r}")
+    stage = text.split(CODE_STAGE, 1)[0]
+    return [("runtime stage", stage.encode()), *files(["requirements.txt", "package*.json"])]
+
+
+RUNTIME = ImageSpec("controlplane-runtime", CONTROLPLANE_FILE, _controlplane_runtime, "runtime")
 IMAGES = {
     "SWITCHYARD_IMAGE": ImageSpec(
-        "controlplane", "deploy/containers/controlplane.Containerfile", (".",)
+        "controlplane",
+        CONTROLPLANE_FILE,
+        lambda: [("runtime", RUNTIME.tag().encode()), *files(["."])],
     ),
     "TRITON_CPU_IMAGE": ImageSpec(
         "triton-cpu",
         "deploy/containers/triton-cpu.Containerfile",
-        (
-            "deploy/containers/triton-cpu.Containerfile",
-            "deploy/containers/triton-node.sh",
-            "requirements.txt",
-        ),
+        lambda: [
+            *files(
+                ["deploy/containers/triton-cpu.Containerfile", "deploy/containers/triton-node.sh"]
+            ),
+            ("node pins", requirement_lines(r"(nvidia-pytriton|numpy|protobuf)==")),
+        ],
     ),  # fmt: skip
     **{
         f"{name.upper()}_IMAGE": ImageSpec(
             name,
             f"deploy/containers/support/{name}.Containerfile",
-            ("deploy/containers/support/",),
+            lambda: files(["deploy/containers/support/"]),
         )
         for name in ("postgres", "redis", "prometheus")
     },
 }
 
 
-def build_images() -> dict[str, str]:
-    """Compose variable -> local image tag; builds only what changed since the last run."""
+def build_image(spec: ImageSpec, tag: str) -> None:
+    secret = ["--secret", f"id=ca,src={CA_BUNDLE}"] if CA_BUNDLE.is_file() else []
+    target = ["--target", spec.target] if spec.target else []
+    run(
+        ["podman", "build", "--network", "host", *secret, *target,
+         "--build-arg", f"BASE_IMAGE={BASE_IMAGE}", "-f", spec.containerfile, "-t", tag, "."],
+        cwd=ROOT, timeout=1500,
+    )  # fmt: skip
+    _remove_older_tags(tag)
+
+
+def build_images() -> tuple[dict[str, str], list[str]]:
+    """(compose variable -> local image tag, the tags built now): an image is built only
+    when no image with its tag is on this machine. The control plane's runtime stage is an
+    image of its own, built first, so a code change rebuilds only the code stage above it
+    (the runtime's layers are that build's cache: checked, it fails if they were not used)."""
     ensure_base_image()
+    built = []
+    runtime_tag = RUNTIME.tag()
+    if not image_exists(runtime_tag):
+        build_image(RUNTIME, runtime_tag)
+        built.append(runtime_tag)
     tags = {}
     for variable, spec in IMAGES.items():
         tag = spec.tag()
         if not image_exists(tag):
-            secret = ["--secret", f"id=ca,src={CA_BUNDLE}"] if CA_BUNDLE.is_file() else []
-            run(
-                ["podman", "build", "--network", "host", *secret,
-                 "--build-arg", f"BASE_IMAGE={BASE_IMAGE}", "-f", spec.containerfile,
-                 "-t", tag, "."],
-                cwd=ROOT, timeout=1500,
-            )  # fmt: skip
-            _remove_older_tags(tag)
+            build_image(spec, tag)
+            built.append(tag)
         tags[variable] = tag
-    return tags
+    runtime_layers = image_layers(runtime_tag)
+    if image_layers(tags["SWITCHYARD_IMAGE"])[: len(runtime_layers)] != runtime_layers:
+        raise KitError(f"{tags['SWITCHYARD_IMAGE']} was built without {runtime_tag}'s layers")
+    return tags, built
 
 
-def _remove_older_tags(tag: str) -> None:
-    """Drop earlier builds of the same image (their shared layers stay as build cache)."""
+def _remove_older_tags(tag: str, keep: int = KEEP_TAGS) -> None:
+    """Drop earlier builds of the same image but the newest `keep` (the worktrees and
+    branches of one machine share podman's store: each keeps its own build), their shared
+    layers staying as build cache."""
     repository = tag.rpartition(":")[0]
-    listed = run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}}", repository])
-    older = [t for t in listed.stdout.split() if t != tag and t.startswith(repository + ":")]
+    listed = run(
+        ["podman", "images", "--format", "{{.CreatedAt}}|{{.Repository}}:{{.Tag}}", repository]
+    )
+    rows = sorted(
+        (line.split("|", 1) for line in listed.stdout.splitlines() if "|" in line), reverse=True
+    )
+    older = [t for _, t in rows if t != tag and t.startswith(repository + ":")][keep - 1 :]
     if older:
         run(["podman", "rmi", *older], check=False)
 

@@ -1,8 +1,10 @@
 """The compose kit for real: build the images (cached), `podman-compose up` the whole stack
 (PostgreSQL, Redis, web, worker + router, beat, collector, Prometheus, two CPU Triton
-nodes), then through the API register a model, deploy it to the stack's Triton nodes, infer
-through the router, run a short canary to promotion, read /metrics (and see Prometheus
-scrape it); finally tear everything down and check that nothing is left."""
+nodes), check from inside a Triton container that PostgreSQL, Redis and the web process do
+not answer and that the node's control API asks for the node key, then through the API
+register a model, deploy it to the stack's Triton nodes, infer through the router, run a
+short canary to promotion, read /metrics (and see Prometheus scrape it); finally tear
+everything down and check that nothing is left."""
 
 from __future__ import annotations
 
@@ -93,16 +95,19 @@ def stack(tmp_path, capsys):
         if not (shutil.which(tool) or shutil.which(f"/usr/sbin/{tool}")):
             pytest.skip(f"{tool} is not installed (scripts/setup_system.sh installs it)")
     started = time.monotonic()
-    images = kit.build_images()
+    images, built = kit.build_images()
     built_s = time.monotonic() - started
     (tmp_path / "metrics_token").write_text(secrets.token_urlsafe(24))
     (tmp_path / "metrics_token").chmod(0o644)
+    (tmp_path / "node_key").write_text(secrets.token_urlsafe(24))
+    (tmp_path / "node_key").chmod(0o644)
     web, router, prometheus = free_ports(3)
     env = {
         **kit.podman_env(),
         **images,
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
         "POSTGRES_PASSWORD": secrets.token_urlsafe(16),
+        "REDIS_PASSWORD": secrets.token_urlsafe(16),
         "COMPOSE_PROFILES": "cpu",
         "SWITCHYARD_BIND": "127.0.0.1",
         "SWITCHYARD_WEB_PORT": str(web),
@@ -110,6 +115,7 @@ def stack(tmp_path, capsys):
         "SWITCHYARD_PROMETHEUS_PORT": str(prometheus),
         "SWITCHYARD_ROUTER_CLUSTERS": "compose",
         "SWITCHYARD_METRICS_TOKEN_PATH": str(tmp_path / "metrics_token"),
+        "SWITCHYARD_NODE_KEY_PATH": str(tmp_path / "node_key"),
     }
     ports = {"web": web, "router": router, "prometheus": prometheus}
     kit.remove_stale_stacks()
@@ -123,11 +129,12 @@ def stack(tmp_path, capsys):
         )
         up_s = time.monotonic() - started
         with capsys.disabled():
-            print(f"\ncompose kit: images {built_s:.0f} s (cached when unchanged), "
-                  f"stack up {up_s:.0f} s")  # fmt: skip
+            print(f"\ncompose kit: images {built_s:.0f} s (built: {', '.join(built) or 'none'}; "
+                  f"the rest cached by content hash), stack up {up_s:.0f} s")  # fmt: skip
         yield stack
     finally:
         services = ["web", "worker", "beat", "collector", "triton-1", "triton-2", "prometheus"]
+        services.append("front")
         print(f"container logs: {stack.save_logs(services)}")
         stack.down()
         left = stack.leftovers()
@@ -145,14 +152,21 @@ def sign_in(stack: kit.Stack) -> Api:
     return Api(stack.ports["web"], token["token"])
 
 
-def register_fleet(api: Api) -> None:
+def register_fleet(api: Api, router_port: int) -> None:
     api.json("POST", "/api/v1/teams/", {"name": "fraud"})
     api.json("POST", "/api/v1/models/", {"name": "risk_score", "team": "fraud"})
     for version in (1, 2):
         archive = tar_gz(example_entries("risk_score", version))
         api.upload("/api/v1/models/risk_score/versions/", f"v{version}.tar.gz", archive)
-    router = {"driver": "nginx", "listen": "127.0.0.1:18080", "url": "http://router:8080"}
-    cluster = {"name": "compose", "environment": "production", "router": router}
+    # `url` is where clients send inference: the host port `front` publishes the router on.
+    client_url = f"http://127.0.0.1:{router_port}"
+    router = {"driver": "nginx", "listen": "127.0.0.1:18080", "url": client_url}
+    cluster = {
+        "name": "compose",
+        "environment": "production",
+        "router": router,
+        "api_key_ref": "file:/run/secrets/node_key",  # the compose secret node_key
+    }
     api.json("POST", "/api/v1/clusters/", cluster)
     for node in ("triton-1", "triton-2"):
         api.json(
@@ -165,6 +179,67 @@ def register_fleet(api: Api) -> None:
                 "metrics_url": f"http://{node}.switchyard.internal:8002/metrics",
             },
         )
+
+
+# Run inside a container: "connected", or why not (the name of the error).
+CONNECT = """
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3).close()
+    print("connected")
+except OSError as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+def addresses(stack: kit.Stack, service: str) -> dict[str, str]:
+    """The container's address on each of its networks ("control", "data-1", "data-2")."""
+    found = kit.run(
+        ["podman", "inspect", stack.container(service), "--format",
+         "{{json .NetworkSettings.Networks}}"]
+    ).stdout  # fmt: skip
+    prefix = f"{stack.project}_"
+    return {k.removeprefix(prefix): v["IPAddress"] for k, v in json.loads(found).items()}
+
+
+def connect_from(stack: kit.Stack, service: str, host: str, port: int) -> str:
+    return stack.exec(service, "python3", "-c", CONNECT, host, str(port)).strip()
+
+
+def check_nodes_are_fenced_off(stack: kit.Stack) -> None:
+    """From a Triton container: PostgreSQL, Redis, the web process and the other node do not
+    answer (no route off its own network; the web process does not listen on it), the
+    router does; the control plane reaches both nodes."""
+    assert set(addresses(stack, "triton-1")) == {"data-1"}
+    assert set(addresses(stack, "triton-2")) == {"data-2"}
+    web = addresses(stack, "web")
+    for service, port in (("postgres", 5432), ("redis", 6379), ("web", 8000), ("triton-2", 8000)):
+        for address in addresses(stack, service).values():
+            answer = connect_from(stack, "triton-1", address, port)
+            assert answer != "connected", (service, address, answer)
+    for address in addresses(stack, "triton-1").values():  # and the other way round
+        assert connect_from(stack, "triton-2", address, 8001) != "connected", address
+    assert connect_from(stack, "worker", web["control"], 8000) == "connected"
+    assert connect_from(stack, "worker", web["data-1"], 8000) != "connected"
+    assert connect_from(stack, "worker", web["data-2"], 8000) != "connected"
+    worker = addresses(stack, "worker")
+    assert connect_from(stack, "triton-1", worker["data-1"], 8080) == "connected"  # the router
+    for node in ("triton-1", "triton-2"):
+        (address,) = addresses(stack, node).values()
+        assert connect_from(stack, "worker", address, 8000) == "connected", node
+
+
+def check_control_api_asks_for_the_node_key(stack: kit.Stack) -> None:
+    """A node's repository API answers 403 without the key and 200 with it."""
+    url = "http://triton-2.switchyard.internal:8000/v2/repository/index"
+    curl = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", url]
+    assert stack.exec("worker", *curl) == "403"
+    key = (stack.secrets_dir / "node_key").read_text()
+    assert stack.exec("worker", *curl, "-H", f"switchyard-node-key: {key}") == "200"
+    environment = stack.exec("triton-1", "env")
+    assert not {"DJANGO_SECRET_KEY", "REDIS_URL", "DATABASE_URL"} & {
+        line.split("=", 1)[0] for line in environment.splitlines()
+    }
 
 
 def deploy(api: Api, version: int) -> dict:
@@ -213,8 +288,10 @@ def canary_to_promotion(api: Api, router_port: int) -> dict:
 
 
 def test_compose_stack_registers_deploys_infers_promotes_a_canary_and_exports_metrics(stack):
+    check_nodes_are_fenced_off(stack)
+    check_control_api_asks_for_the_node_key(stack)
     api = sign_in(stack)
-    register_fleet(api)
+    register_fleet(api, stack.ports["router"])
     deployment = deploy(api, 1)
     assert deployment["status"] == "succeeded", deployment
     answer = infer_through_router(stack.ports["router"])

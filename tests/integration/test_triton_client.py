@@ -5,6 +5,7 @@ test unloads what it loaded. No test here pushes a python version dir without mo
 node (that load hangs forever and poisons the node, docs/TRITON.md §api).
 """
 
+import http.client
 import json
 import shutil
 import socket
@@ -20,6 +21,7 @@ from integrations.triton.inputs import generate_inputs
 from integrations.triton.local import free_ports
 from integrations.triton.probe import ModelProbe, probe_model
 from tests.exampledata import EXAMPLES, example_config_json, example_files
+from tests.nodes import keyed_client
 
 pytestmark = pytest.mark.triton
 
@@ -40,8 +42,8 @@ def node(triton_cluster):
 
 @pytest.fixture
 def client(node):
-    with TritonClient(
-        node.http_url, node.grpc_url, timeout_s=10, load_timeout_s=60, metrics_url=node.metrics_url
+    with keyed_client(
+        node, timeout_s=10, load_timeout_s=60, metrics_url=node.metrics_url
     ) as triton:
         yield triton
 
@@ -365,3 +367,76 @@ def test_errors_map_to_transient_or_permanent_by_status_and_cause(error, kind):
     mapped = translate(error, node="http://n:8000", operation="load", model="m")
     assert type(mapped) is kind
     assert str(mapped).startswith("Could not load model 'm' on Triton node http://n:8000")
+
+
+# ---------------------------------------------------------------- restricted APIs
+
+
+def _raw_http(node, method: str, path: str, headers: dict | None = None) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", node.http_port, timeout=10)
+    try:
+        conn.request(method, path, body=b"{}", headers=headers or {})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_a_restricted_node_refuses_model_control_over_http_without_its_key(node):
+    key = node.node_key
+    wrong = {key.header: "not-the-key-of-this-node"}
+    for path in ("/v2/repository/index", "/v2/repository/models/risk_nokey_cl1/load"):
+        assert _raw_http(node, "POST", path) == 403
+        assert _raw_http(node, "POST", path, wrong) == 403
+    assert _raw_http(node, "POST", "/v2/repository/index", key.http_headers()) == 200
+    # What is not restricted stays open: health, metadata, statistics, inference.
+    assert _raw_http(node, "GET", "/v2/health/live") == 200
+    assert _raw_http(node, "GET", "/v2/models/stats") == 200
+
+
+def test_a_restricted_node_refuses_model_control_over_grpc_without_its_key(node):
+    import tritonclient.grpc as grpcclient
+
+    raw = grpcclient.InferenceServerClient(node.grpc_url)
+    try:
+        for headers in (None, {node.node_key.header: node.node_key.value}):
+            with pytest.raises(InferenceServerException, match="is restricted") as err:
+                raw.get_model_repository_index(headers=headers)
+            assert err.value.status() == "StatusCode.UNAVAILABLE"
+            with pytest.raises(InferenceServerException, match="is restricted"):
+                raw.unload_model("risk_nokey_cl1", headers=headers)
+        assert raw.get_model_repository_index(headers=node.node_key.grpc_headers()) is not None
+    finally:
+        raw.close()
+
+
+def test_without_the_key_control_calls_fail_permanently_saying_which_header(node):
+    with TritonClient(node.http_url, node.grpc_url, timeout_s=10) as keyless:
+        calls = [
+            keyless.repository_index,
+            lambda: keyless.unload("risk_nokey_cl1"),
+            lambda: keyless.load(
+                "risk_nokey_cl1",
+                config_json=config_of("risk_score", name="risk_nokey_cl1", versions=[1]),
+                files=files_of("risk_score", 1),
+            ),
+        ]
+        for call in calls:
+            with pytest.raises(PermanentTritonError) as err:
+                call()
+            message = str(err.value)
+            assert node.node_key.header in message and "api_key" in message
+            assert node.node_key.value not in message
+        assert keyless.is_live()  # health stays open
+    assert "risk_nokey_cl1" not in {e.name for e in keyed_client(node).repository_index()}
+
+
+def test_the_client_sends_the_key_on_load_index_and_unload(client, node):
+    config = config_of("risk_score", name="risk_keyed_cl1", versions=[1])
+    client.load("risk_keyed_cl1", config_json=config, files=files_of("risk_score", 1))
+    try:
+        client.wait_ready("risk_keyed_cl1", [1], timeout_s=60)
+        assert client.repository_index() is not None
+    finally:
+        client.unload("risk_keyed_cl1")
+        client.wait_unloaded("risk_keyed_cl1")
+    assert node.node_key.value not in repr(node.node_key) + repr(node)

@@ -1,6 +1,8 @@
 """The local Triton launcher against the real tritonserver binary from nvidia-pytriton."""
 
+import dataclasses
 import os
+import secrets
 import socket
 from pathlib import Path
 
@@ -8,11 +10,14 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 from integrations.triton import local as local_module
 from integrations.triton.local import TritonLaunchError, start_cluster
+from integrations.triton.restricted import NodeKey
 from tests.conftest import wait_for
 from tests.exampledata import EXAMPLES, example_config_json, example_files
+from tests.nodes import grpc_key, http_key
 
 pytestmark = pytest.mark.triton
 
@@ -24,6 +29,7 @@ def _load(node, model: str, *, name: str, version: int) -> None:
             name,
             config=example_config_json(model, name=name, versions=[version]),
             files=example_files(model, version),
+            headers=grpc_key(node),
             client_timeout=60,
         )
     finally:
@@ -65,7 +71,7 @@ def test_two_nodes_start_and_serve_the_example_model_on_each(triton_cluster):
             scores = result.as_numpy("SCORE")
             assert scores.shape == (3, 1)
             np.testing.assert_allclose(scores[:, 0], _expected_v2(features), rtol=1e-5)
-            client.unload_model("risk_score_t1")
+            client.unload_model("risk_score_t1", headers=http_key(node))
         finally:
             client.close()
 
@@ -88,7 +94,7 @@ def test_faulty_variant_fails_the_requests_its_bug_hits_and_triton_counts_them(t
         assert failures == expected_failures
         stats = client.get_inference_statistics("risk_score_faulty_t")["model_stats"][0]
         assert int(stats["inference_stats"]["fail"]["count"]) == expected_failures
-        client.unload_model("risk_score_faulty_t")
+        client.unload_model("risk_score_faulty_t", headers=http_key(node))
     finally:
         client.close()
 
@@ -101,7 +107,7 @@ def test_slow_variant_scores_like_v2(triton_cluster):
     try:
         scores = client.infer("risk_score_slow_t", _risk_request(features)).as_numpy("SCORE")
         np.testing.assert_allclose(scores[:, 0], _expected_v2(features), atol=0.02)
-        client.unload_model("risk_score_slow_t")
+        client.unload_model("risk_score_slow_t", headers=http_key(node))
     finally:
         client.close()
 
@@ -125,7 +131,7 @@ def test_text_model_labels_tickets(triton_cluster):
         labels = [x.decode() for x in result.as_numpy("LABEL").reshape(-1)]
         assert labels == ["billing", "technical", "account"]
         assert np.all(result.as_numpy("CONFIDENCE") > 0.5)
-        client.unload_model("ticket_router_t")
+        client.unload_model("ticket_router_t", headers=http_key(node))
     finally:
         client.close()
 
@@ -178,3 +184,47 @@ def test_a_stopped_or_killed_node_leaves_no_shared_memory_behind(tmp_path, how):
     finally:
         cluster.stop()
     assert not [r for r in regions if Path(r).exists()]
+
+
+def test_a_node_started_with_a_key_restricts_control_and_never_logs_the_key(tmp_path):
+    key = NodeKey("switchyard-node-key", secrets.token_urlsafe(32))
+    with start_cluster(1, tmp_path, node_key=key) as cluster:
+        node = cluster.nodes[0]
+        assert node.node_key == key
+        with pytest.raises(InferenceServerException, match="is restricted"):
+            _load(_keyless(node), "risk_score", name="risk_score_key_t", version=1)
+        _load(node, "risk_score", name="risk_score_key_t", version=1)  # with the key
+        client = _http(node)
+        try:
+            assert client.is_model_ready("risk_score_key_t")  # readiness stays open
+            client.unload_model("risk_score_key_t", headers=http_key(node))
+        finally:
+            client.close()
+        log = node.log_path.read_text()
+    assert "model_control_mode" in log and key.value not in log
+
+
+def test_a_launch_failure_never_shows_the_key(tmp_path):
+    key = NodeKey("switchyard-node-key", secrets.token_urlsafe(32))
+    # Triton refuses a malformed restricted-API flag by echoing it: the key with it.
+    bad = [f"--http-restricted-api=model-repository,{key.header}={key.value}"]
+    with pytest.raises(TritonLaunchError) as err:
+        start_cluster(1, tmp_path, node_key=key, extra_args=bad, start_timeout_s=60)
+    assert "--http-restricted-api option format" in str(err.value)
+    assert key.value not in str(err.value) and "<node key>" in str(err.value)
+
+
+def _keyless(node):
+    """The node as a caller that does not know its key sees it."""
+    return dataclasses.replace(node, node_key=None)
+
+
+def test_triton_local_refuses_an_unusable_key_file_without_showing_it(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    short = tmp_path / "short-key"
+    short.write_text("tiny-key\n")
+    for path, why in ((tmp_path / "missing", "No such file"), (short, "16 to 256")):
+        with pytest.raises(CommandError) as err:
+            call_command("triton_local", nodes=1, key_file=str(path), work_dir=str(tmp_path))
+        assert why in str(err.value) and "tiny-key" not in str(err.value)

@@ -2,9 +2,12 @@
 allow-list, every write audited without the secret."""
 
 import pytest
+from cryptography.fernet import Fernet
+from django.db import connection
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
+from core.sealed import SecretError, unseal
 from notifications.models import Delivery, Webhook
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +63,7 @@ def test_the_secret_is_write_only_and_never_audited(make_user):
     url = f"/api/v1/webhooks/{body['id']}/"
     rotated = rita.patch(url, {"secret": "another-secret-0123456789"}, format="json")
     assert rotated.status_code == 200 and "secret" not in rotated.json()
-    assert Webhook.objects.get(pk=body["id"]).secret == "another-secret-0123456789"
+    assert unseal(Webhook.objects.get(pk=body["id"]).secret_sealed) == "another-secret-0123456789"
     actions = list(AuditEvent.objects.order_by("id").values_list("action", "details"))
     assert [a for a, _ in actions] == ["webhook.created", "webhook.updated"]
     assert all(SECRET not in str(d) and "another-secret" not in str(d) for _, d in actions)
@@ -131,3 +134,23 @@ def test_the_delivery_log_lists_newest_first_and_filters_by_status(make_user):
     bad = rita.get(f"/api/v1/webhooks/{hook.pk}/deliveries/?status=lost")
     assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "status"
     assert rita.get("/api/v1/webhooks/999999/deliveries/").status_code == 404
+
+
+def test_the_secret_is_stored_sealed_and_a_new_one_replaces_it(make_user, settings):
+    rita = _api(make_user("rita", role="release-managers"))
+    hook_id = _create(rita).json()["id"]
+    with connection.cursor() as cursor:  # every column of the row, as the database holds it
+        cursor.execute("SELECT * FROM notifications_webhook WHERE id = %s", [hook_id])
+        row = [str(value) for value in cursor.fetchone()]
+    assert not any(SECRET in value for value in row)
+    hook = Webhook.objects.get(pk=hook_id)
+    assert unseal(hook.secret_sealed) == SECRET
+    new = "another-long-shared-secret-987654"
+    patched = rita.patch(f"/api/v1/webhooks/{hook_id}/", {"secret": new}, format="json")
+    assert patched.status_code == 200, patched.content
+    hook.refresh_from_db()
+    assert unseal(hook.secret_sealed) == new and new not in hook.secret_sealed
+    # Under other keys the stored value cannot be read: it is not the secret in disguise.
+    settings.SWITCHYARD_SECRETS_KEY = Fernet.generate_key().decode()
+    with pytest.raises(SecretError):
+        unseal(hook.secret_sealed)

@@ -3,7 +3,6 @@ that fails because Triton cannot load the version, and gray releases that are pr
 rolled back. Each event reaches a real local receiver once, signed."""
 
 import io
-import time
 
 import pytest
 
@@ -20,8 +19,9 @@ from tests.registry.archives import example_entries, register_risk_score_as, tar
 from tests.releases import test_release_flow as flow
 from tests.releases.test_release_flow import Traffic, _model_with_baseline, _tick_until, _unload
 
-pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 release_world = flow.release_world  # real Triton nodes and a real nginx router
+ticking = flow.ticking  # ticks from the session's lane workers
 SECRET = "flow-receiver-secret-0123"
 SLA = {"p99_latency_ms": 500.0, "min_success_rate": 99.0}
 RELEASE_EVENTS = [
@@ -80,15 +80,15 @@ def test_a_deployment_triton_cannot_load_is_announced_once(release_world):
     _unload(world, model)
 
 
-def test_release_phase_changes_are_announced_once_each(release_world):
+def test_release_phase_changes_are_announced_once_each(release_world, ticking):
     world = release_world
     model, baseline, candidate = _model_with_baseline(world, "wh_release", 2, SLA)
     with Receiver() as receiver:
         hook = webhook_create(
             actor=world["rita"], url=receiver.url, secret=SECRET, events=RELEASE_EVENTS
         )
-        with Traffic(world["port"], "wh_release"):
-            time.sleep(1.0)
+        with Traffic(world["port"], "wh_release") as traffic:
+            traffic.more(20)  # traffic flows
             release = release_create(
                 cluster=world["cluster"],
                 candidate=candidate,
@@ -100,10 +100,10 @@ def test_release_phase_changes_are_announced_once_each(release_world):
                 drain_s=0.5,
                 progress_deadline_s=60,
             )
-            release = _tick_until(release, {"WAITING_APPROVAL"})
+            release = _tick_until(ticking, release, {"WAITING_APPROVAL"})
             _deliver_all()  # the beat scans while the release runs
             release_action(release=release, action="approve", actor=world["rita"])
-            release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+            release = _tick_until(ticking, release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
         assert release.phase == "SUCCEEDED", release.reason
         third = register_risk_score_as(model, world["ada"], 3)
         again = release_create(
@@ -116,7 +116,7 @@ def test_release_phase_changes_are_announced_once_each(release_world):
             progress_deadline_s=60,
         )
         release_action(release=again, action="rollback", actor=world["rita"], reason="not today")
-        again = _tick_until(again, {"ROLLED_BACK", "FAILED"})
+        again = _tick_until(ticking, again, {"ROLLED_BACK", "FAILED"})
         assert again.phase == "ROLLED_BACK", again.reason
         _deliver_all()
         assert _deliver_all() == 0

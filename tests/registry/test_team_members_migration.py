@@ -33,3 +33,12 @@ def test_existing_teams_get_the_authors_of_their_models_as_members():
     }
     assert members == {"fraud": ["ada"], "search": ["bob"]}
     assert eve.username not in str(members)
+
+
+@pytest.fixture(autouse=True)
+def _back_to_the_latest_migrations():
+    """Going back to models_registry 0001 also unapplied every migration that depends on its
+    0002 (other apps' among them): later tests need all of them, whatever this test did."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -48,9 +48,8 @@ def world(settings, tmp_path, make_user):
     alias_set(model=model, name="production", version=v1, actor=ada)
     staging = cluster_create(actor=rita, name="own-staging", environment="staging")
     node_create(cluster=staging, actor=rita, name="n1", http_url="http://127.0.0.1:9")
-    run = benchmark_create(
-        version=v1, cluster=staging, concurrency=[1], duration_s=1, actor=ada, enqueue=False
-    )
+    # Queued on commit: a test transaction never commits, so no worker runs it.
+    run = benchmark_create(version=v1, cluster=staging, concurrency=[1], duration_s=1, actor=ada)
     return {"ada": ada, "bob": bob, "rita": rita, "root": root, "model": model, "run": run}
 
 

@@ -81,7 +81,6 @@ def test_only_release_managers_start_releases_and_bad_input_is_named(setup):
 
 
 def test_cockpit_follows_the_websocket_and_shows_the_next_check_and_four_charts(setup, client):
-    import html
     import json
     import re
     import time
@@ -126,10 +125,12 @@ def test_cockpit_follows_the_websocket_and_shows_the_next_check_and_four_charts(
     assert next_check == pytest.approx(started + 5)  # interval start + step_interval_s
     for chart in ("chart-success", "chart-p99", "chart-rps", "chart-queue"):
         assert f'id="{chart}"' in page
-    chart = json.loads(html.unescape(re.search(r"data-chart='([^']+)'", page).group(1)))
+    script = r'<script id="cockpit-chart" type="application/json">(.+?)</script>'
+    chart = json.loads(re.search(script, page).group(1))  # once, for the four charts
     assert chart["seconds"] == [5.0] and chart["candidate"][0]["requests"] == 100
     assert chart["results"] == ["pass"] and chart["limits"]["p99_ms"] == [5.2]
     assert chart["limits"]["success_rate"] == [None]
+    assert (chart["intervals"], chart["shown"]) == (1, 1)
     Release.objects.filter(pk=release.pk).update(phase="SUCCEEDED")
     page = client.get(f"/releases/{release.pk}/").content.decode()
     assert "data-ws=" not in page and "data-next-check" not in page and "finished" in page

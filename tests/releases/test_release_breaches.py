@@ -18,9 +18,10 @@ from tests.releases.test_release_flow import (
     _tick_until,
     _unload,
     release_world,  # noqa: F401 - fixture
+    ticking,  # noqa: F401 - fixture
 )
 
-pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 
 SLA = {"p99_latency_ms": 1000, "min_success_rate": 99.0}
 
@@ -28,6 +29,7 @@ SLA = {"p99_latency_ms": 1000, "min_success_rate": 99.0}
 @pytest.mark.parametrize("times", [2, 5, 20])
 def test_a_candidate_failing_n_times_the_allowance_is_rolled_back_by_the_guard(
     release_world,  # noqa: F811
+    ticking,  # noqa: F811
     times: int,
 ):
     world = release_world
@@ -45,7 +47,9 @@ def test_a_candidate_failing_n_times_the_allowance_is_rolled_back_by_the_guard(
             progress_deadline_s=900,
             drain_s=0.5,
         )
-        release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"}, timeout_s=240)
+        release = _tick_until(
+            ticking, release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"}, timeout_s=240
+        )
     assert release.phase == "ROLLED_BACK", release.reason
     why = release.events.filter(kind="phase", message__contains="ROLLING_BACK").first().message
     assert "fast guard:" in why and "1% allowed (SLA 99% success)" in why, why

@@ -15,21 +15,22 @@ from releases import observe
 from releases.models import Release
 from releases.routing import access_log_path
 from releases.services import release_create
-from releases.tick import release_tick
+from tests.conftest import session_node_key, wait_for
 from tests.releases.test_release_flow import (
     Traffic,
     _model_with_baseline,
     _tick_until,
     release_world,  # noqa: F401 - fixture
+    ticking,  # noqa: F401 - fixture
 )
 
-pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(scope="module")
 def triton_cluster(tmp_path_factory):
     work = tmp_path_factory.mktemp("restart")
-    cluster = start_cluster(2, work, metrics_interval_ms=1000)
+    cluster = start_cluster(2, work, metrics_interval_ms=1000, node_key=session_node_key())
     try:
         yield cluster
     finally:
@@ -50,24 +51,39 @@ def _wait_for_series(node, model: str, version: str, timeout_s: float = 60.0) ->
     raise AssertionError(f"{node.name} never served {model} v{version} again")
 
 
-def _progressing_interval(release: Release) -> Release:
-    """Tick until the first step's interval has started and carries baseline traffic."""
-    release = _tick_until(release, {"PROGRESSING"})
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        release = release_tick(release_id=release.pk, inline_loads=True) or release
+def _wait_for_requests(node, model: str, version: str, *, more_than: float) -> None:
+    """Wait until the node's counters for `version` count more than `more_than` requests."""
+
+    def grown() -> bool:
+        view = observe.node_view(node, model, 2)
+        return (
+            view.live
+            and version in view.counters
+            and (_requests(view.counters[version]) > more_than)
+        )
+
+    wait_for(grown, timeout_s=60, what=f"{node.name} to count {more_than} requests of {model}")
+
+
+def _progressing_interval(loop, release: Release) -> Release:
+    """The release once the first step's interval has started and carries baseline traffic."""
+
+    def started_with_traffic(release: Release) -> bool:
         start = (release.interval or {}).get("start") or {}
         readings = [v.get("1") for v in start.get("nodes", {}).values()]
         weight = release.candidate_weight
-        if weight > 0 and release.router_weight == weight and len(readings) == 2 and all(readings):
-            if all(_requests(r) > 0 for r in readings):
-                return release
-    raise AssertionError(f"no interval with traffic on both nodes: {release.interval}")
+        routed = weight > 0 and release.router_weight == weight
+        return routed and len(readings) == 2 and all(r and _requests(r) > 0 for r in readings)
+
+    release = _tick_until(loop, release, {"PROGRESSING"})
+    return loop.until(
+        release.pk, started_with_traffic, "an interval with traffic on both nodes", 60
+    )
 
 
 def test_a_node_restarted_mid_release_feeds_the_gates_no_made_up_interval(
     release_world,  # noqa: F811
+    ticking,  # noqa: F811
     triton_cluster,
 ):
     world = release_world
@@ -76,8 +92,8 @@ def test_a_node_restarted_mid_release_feeds_the_gates_no_made_up_interval(
     model, _, candidate = _model_with_baseline(
         world, "rel_restart", 2, {"p99_latency_ms": 2000, "min_success_rate": 50.0}
     )
-    with Traffic(world["port"], "rel_restart"):
-        time.sleep(1.0)
+    with Traffic(world["port"], "rel_restart") as traffic:
+        traffic.more(20)
         release = release_create(
             cluster=cluster,
             candidate=candidate,
@@ -88,17 +104,23 @@ def test_a_node_restarted_mid_release_feeds_the_gates_no_made_up_interval(
             drain_s=0.5,
             progress_deadline_s=1200,
         )
-        release = _progressing_interval(release)
+        release = _progressing_interval(ticking, release)
         before = release.interval["start"]
         old = before["nodes"][victim.name]["1"]
-        time.sleep(2.0)  # the victim's counters grow well past its start reading
+        # The victim's counters grow well past its start reading.
+        _wait_for_requests(victim, "rel_restart", "1", more_than=_requests(old) + 50)
 
+        # No tick while the victim restarts and reconcile reloads it (with its warm-up): the
+        # first tick after sees it serve again, in its new lifetime.
+        ticking.pause()
         triton_cluster.kill(triton_cluster.nodes[1])
         triton_cluster.restart(triton_cluster.nodes[1])  # same ports, comes back empty
         cluster_reconcile(cluster=cluster)  # loads what the cluster must serve again
         _wait_for_series(victim, "rel_restart", "1")
-        release = release_tick(release_id=release.pk, inline_loads=True) or release
-        start = Release.objects.get(pk=release.pk).interval["start"]
+        ticking.resume()
+        ticking.more_ticks(2)
+        release = Release.objects.get(pk=release.pk)
+        start = release.interval["start"]
         # The interval goes on (same start time); only the victim starts from its new
         # reading, from the server's new lifetime; the other node keeps its start.
         assert start["at"] == before["at"] and start["log_offset"] == before["log_offset"]
@@ -107,10 +129,11 @@ def test_a_node_restarted_mid_release_feeds_the_gates_no_made_up_interval(
         others = [n for n in start["nodes"] if n != victim.name]
         assert all(start["nodes"][n] == before["nodes"][n] for n in others)
 
-        time.sleep(2.0)
+        # Traffic on the victim again, past its new start reading.
+        renewed_n = _requests(renewed)
+        _wait_for_requests(victim, "rel_restart", "1", more_than=renewed_n + 20)
         views = observe.nodes_view(cluster, "rel_restart", 2)
         metrics = observe.interval_metrics(release, views, start)
-    release_tick(release_id=release.pk, inline_loads=True)
 
     expected = sum(
         _requests(view.counters["1"]) - _requests(start["nodes"][name]["1"])

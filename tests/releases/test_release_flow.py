@@ -1,5 +1,7 @@
 """Gray releases end to end: real Triton nodes, a real nginx router, steady client traffic
-through the router, the tick called in a loop (as the beat schedule does)."""
+through the router, ticks run by the session's releases-lane worker with `releases.tick_active`
+queued on a timer as beat does, and the loads they start run by its fleet-lane worker
+(tests/ticking.py)."""
 
 import json
 import threading
@@ -12,26 +14,33 @@ from rest_framework.test import APIClient
 
 from deployments.executor import deployment_run
 from deployments.services import cluster_create, deployment_create, node_create
-from integrations.triton.client import TritonClient
 from integrations.triton.local import free_ports
 from models_registry.services import model_create, team_create
 from releases import routing
 from releases.models import Release
 from releases.services import release_action, release_create
-from releases.tick import release_tick
+from tests.conftest import wait_for
 from tests.deploying import pushed
+from tests.nodes import keyed_client
 from tests.registry.archives import register_risk_score_as
+from tests.ticking import Ticking
 
-pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
+
+# A connection closed under a request, before any response byte came back.
+RESETS = (RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 class Traffic:
-    """Keep-alive clients sending inference through the router; one retry only when the
-    connection was closed before any response byte (nginx reloads close idle ones)."""
+    """Keep-alive clients sending inference through the router. A connection the server
+    closed before any response byte (nginx reloads close idle ones) is a reset, counted in
+    `resets`, and that request is sent once more on a new connection (`retries`); any other
+    error, and a reset of the retry, is a failed request. Tests assert all three:
+    `retries_allowed` is how many a number of router reloads may cause."""
 
     def __init__(self, port: int, model: str, clients: int = 3, pause_s: float = 0.01):
-        self.port, self.model, self.pause_s = port, model, pause_s
-        self.ok = self.failed = self.retries = 0
+        self.port, self.model, self.pause_s, self.clients = port, model, pause_s, clients
+        self.ok = self.failed = self.retries = self.resets = 0
         self.versions: dict[str, int] = {}
         self.errors: list[str] = []
         self._stop = threading.Event()
@@ -48,6 +57,21 @@ class Traffic:
             body["inputs"][0]["data"] = row
             self._bodies.append(json.dumps(body))
         self._threads = [threading.Thread(target=self._run, args=(i,)) for i in range(clients)]
+
+    def retries_allowed(self, reloads: int) -> int:
+        """A reload closes each client's idle keep-alive connection at most once."""
+        return self.clients * reloads
+
+    def more(self, n: int, timeout_s: float = 60.0) -> None:
+        """Wait until `n` more requests were answered 200 (traffic flows)."""
+        target = self.ok + n
+        wait_for(lambda: self.ok >= target, timeout_s=timeout_s, what=f"{n} answered requests")
+
+    def summary(self) -> str:
+        return (
+            f"ok={self.ok} failed={self.failed} resets={self.resets} retries={self.retries} "
+            f"errors={self.errors[:3]}"
+        )
 
     def __enter__(self):
         for t in self._threads:
@@ -77,14 +101,19 @@ class Traffic:
             n += 1
             try:
                 status, data = self._send(conn, body)
-            except (RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            except RESETS:
                 conn.close()
                 conn = HTTPConnection("127.0.0.1", self.port, timeout=10)
                 with self._lock:
+                    self.resets += 1
                     self.retries += 1
                 try:
                     status, data = self._send(conn, body)
                 except OSError as exc:
+                    with self._lock:
+                        self.resets += isinstance(exc, RESETS)
+                    conn.close()
+                    conn = HTTPConnection("127.0.0.1", self.port, timeout=10)
                     status, data = 0, str(exc).encode()
             except OSError as exc:
                 status, data = 0, str(exc).encode()
@@ -118,7 +147,11 @@ def routed_cluster(triton_cluster, settings, tmp_path, make_user, *, name="canar
     }
     if grpc:
         router["grpc_listen"] = f"127.0.0.1:{grpc_port}"
-    cluster = cluster_create(actor=rita, name=name, environment="production", router=router)
+    # The cluster's own key (not the test settings' default): releases send it on every load.
+    key = triton_cluster.node_key.value
+    cluster = cluster_create(
+        actor=rita, name=name, environment="production", router=router, api_key=key
+    )
     for node in triton_cluster.nodes:
         node_create(
             cluster=cluster,
@@ -147,12 +180,11 @@ def routed_cluster(triton_cluster, settings, tmp_path, make_user, *, name="canar
 def _unload_left_behind(fleet) -> None:
     """Unload from the shared nodes every model of this test still loaded (a test that
     failed before its own unload would leave it for the next tests to find)."""
-    from integrations.triton.client import TritonClient
     from models_registry.models import Model
 
     mine = set(Model.objects.values_list("name", flat=True))
     for node in fleet.nodes:
-        with TritonClient(node.http_url, node.grpc_url) as client:
+        with keyed_client(node) as client:
             for name in mine & set(client.loaded_models()):
                 client.unload(name)
                 client.wait_unloaded(name)
@@ -161,6 +193,15 @@ def _unload_left_behind(fleet) -> None:
 @pytest.fixture
 def release_world(triton_cluster, settings, tmp_path, make_user):
     yield from routed_cluster(triton_cluster, settings, tmp_path, make_user)
+
+
+@pytest.fixture
+def ticking(release_world, lanes, settings):
+    """release_world's releases ticked by the session's lane workers while the test runs (the
+    artifacts it registers go where those workers read them); waits for them to go idle after."""
+    settings.SWITCHYARD_STORAGE_ROOT = lanes.storage
+    with Ticking(lanes) as loop:
+        yield loop
 
 
 def _model_serving(world, name: str, sla: dict, variant: int = 1):
@@ -184,24 +225,29 @@ def _model_with_baseline(
     return model, baseline, candidate
 
 
-def _tick_until(release, phases: set[str], timeout_s: float = 90.0):
-    deadline, ticks = time.monotonic() + timeout_s, 0
-    while time.monotonic() < deadline:
-        release = release_tick(release_id=release.pk, inline_loads=True) or release
-        ticks += 1
-        if release.phase in phases:
-            release.ticks = ticks  # how many ticks it took (each quiet one writes nothing)
-            return release
-        time.sleep(0.4)
-    raise AssertionError(f"still {release.phase} after {timeout_s} s: {release.reason}")
+def _tick_until(ticking: Ticking, release, phases: set[str], timeout_s: float = 120.0):
+    """The stored release once the lanes' ticks put it in one of `phases`."""
+    return ticking.phase(release.pk, phases, timeout_s)
 
 
 def _loaded(world, model: str) -> list[set[str]]:
     out = []
     for node in world["nodes"]:
-        with TritonClient(node.http_url, node.grpc_url) as client:
+        with keyed_client(node) as client:
             out.append(client.loaded_models().get(model, set()))
     return out
+
+
+def router_reloads(release) -> int:
+    """How many router splits the release applied (each an nginx reload)."""
+    return release.events.filter(kind="effect", message__startswith="router:").count()
+
+
+def assert_retries_within(traffic: Traffic, *releases, reloads: int = 0) -> None:
+    """The traffic's retries are what the releases' router reloads (plus `reloads` more) may
+    cause, and no more."""
+    reloads += sum(router_reloads(r) for r in releases)
+    assert traffic.retries <= traffic.retries_allowed(reloads), (reloads, traffic.summary())
 
 
 def _unload(world, model) -> None:
@@ -211,13 +257,15 @@ def _unload(world, model) -> None:
     deployment_run(deployment_id=unload.pk)
 
 
-def test_good_candidate_walks_every_step_and_is_promoted_with_no_failed_requests(release_world):
+def test_good_candidate_walks_every_step_and_is_promoted_with_no_failed_requests(
+    release_world, ticking
+):
     world = release_world
     model, baseline, candidate = _model_with_baseline(
         world, "rel_good", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0}
     )
     with Traffic(world["port"], "rel_good") as traffic:
-        time.sleep(1.0)
+        traffic.more(20)
         release = release_create(
             cluster=world["cluster"],
             candidate=candidate,
@@ -228,15 +276,19 @@ def test_good_candidate_walks_every_step_and_is_promoted_with_no_failed_requests
             drain_s=0.5,
             progress_deadline_s=60,
         )
-        release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
-        time.sleep(1.0)
+        release = _tick_until(ticking, release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        ticks = ticking.ticks()
+        traffic.more(100)  # the promoted version answers on
     assert release.phase == "SUCCEEDED", (
         release.reason,
         list(release.events.values_list("message", flat=True)),
     )
-    assert traffic.failed == 0, traffic.errors[:5]
+    assert traffic.failed == 0, traffic.summary()
     assert traffic.ok > 100 and set(traffic.versions) == {"1", "2"}
-    print(f"requests ok={traffic.ok} failed={traffic.failed} retries={traffic.retries}")
+    reloads = router_reloads(release)
+    assert traffic.retries <= traffic.retries_allowed(reloads), (reloads, traffic.summary())
+    assert traffic.resets == traffic.retries, traffic.summary()  # no retry was reset again
+    print(f"requests {traffic.summary()}, router reloads {reloads}")
     kinds = list(release.events.values_list("kind", flat=True))
     assert kinds.count("analysis") >= 3
     judged = [e.data["judge"] for e in release.events.filter(kind="analysis")]
@@ -245,19 +297,19 @@ def test_good_candidate_walks_every_step_and_is_promoted_with_no_failed_requests
     assert any("20% to v2" in m for m in steps) and any("100% to v2" in m for m in steps)
     assert model.aliases.get(name="production").version_id == candidate.pk
     assert _loaded(world, "rel_good") == [{"2"}, {"2"}]
-    # Ticks that changed nothing wrote nothing (4-5 ticks per 2 s step, a few writes each).
+    # Ticks that changed nothing wrote nothing (about 4 ticks per 2 s step, a few writes each).
     stored = Release.objects.get(pk=release.pk)
-    assert stored.revision == release.revision < release.ticks - 5, (stored.revision, release.ticks)
+    assert stored.revision == release.revision < ticks - 5, (stored.revision, ticks)
     _unload(world, model)
 
 
-def test_faulty_candidate_is_rolled_back_by_the_gates_without_a_human(release_world):
+def test_faulty_candidate_is_rolled_back_by_the_gates_without_a_human(release_world, ticking):
     world = release_world
     model, baseline, candidate = _model_with_baseline(
         world, "rel_faulty", 3, {"p99_latency_ms": 500, "min_success_rate": 99.0}
     )
     with Traffic(world["port"], "rel_faulty") as traffic:
-        time.sleep(1.0)
+        traffic.more(20)
         release = release_create(
             cluster=world["cluster"],
             candidate=candidate,
@@ -268,7 +320,7 @@ def test_faulty_candidate_is_rolled_back_by_the_gates_without_a_human(release_wo
             drain_s=0.5,
             progress_deadline_s=60,
         )
-        release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        release = _tick_until(ticking, release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
     assert release.phase == "ROLLED_BACK", release.reason
     why = " ".join(release.events.filter(kind="phase").values_list("message", flat=True))
     assert "ROLLING_BACK" in why and ("success" in why or "error" in why), why
@@ -276,16 +328,18 @@ def test_faulty_candidate_is_rolled_back_by_the_gates_without_a_human(release_wo
     assert not model.aliases.filter(name="production", version=candidate).exists()
     # Only the candidate's share failed, and the baseline kept answering.
     assert traffic.versions.get("1", 0) > 0 and traffic.failed < traffic.ok
+    reloads = router_reloads(release)
+    assert traffic.retries <= traffic.retries_allowed(reloads), (reloads, traffic.summary())
     _unload(world, model)
 
 
-def test_manual_gate_waits_until_approved(release_world):
+def test_manual_gate_waits_until_approved(release_world, ticking):
     world = release_world
     model, baseline, candidate = _model_with_baseline(
         world, "rel_gate", 2, {"p99_latency_ms": 500, "min_success_rate": 99.0}
     )
-    with Traffic(world["port"], "rel_gate"):
-        time.sleep(1.0)
+    with Traffic(world["port"], "rel_gate") as traffic:
+        traffic.more(20)
         release = release_create(
             cluster=world["cluster"],
             candidate=candidate,
@@ -297,10 +351,9 @@ def test_manual_gate_waits_until_approved(release_world):
             drain_s=0.5,
             progress_deadline_s=60,
         )
-        release = _tick_until(release, {"WAITING_APPROVAL"})
-        for _ in range(5):
-            release = release_tick(release_id=release.pk, inline_loads=True) or release
-            time.sleep(0.3)
+        release = _tick_until(ticking, release, {"WAITING_APPROVAL"})
+        ticking.more_ticks(5)  # ticks ran at the gate, and it held
+        release = Release.objects.get(pk=release.pk)
         assert release.phase == "WAITING_APPROVAL" and release.candidate_weight == 50
         api = APIClient()
         api.force_authenticate(world["ada"])
@@ -314,8 +367,11 @@ def test_manual_gate_waits_until_approved(release_world):
         )
         assert wrong.status_code == 409
         release_action(release=release, action="approve", actor=world["rita"], reason="looks good")
-        release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        release = _tick_until(ticking, release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
     assert release.phase == "SUCCEEDED", release.reason
+    assert traffic.failed == 0, traffic.summary()
+    reloads = router_reloads(release)
+    assert traffic.retries <= traffic.retries_allowed(reloads), (reloads, traffic.summary())
     actors = set(release.events.exclude(actor="").values_list("actor", flat=True))
     assert "rita" in actors
     _unload(world, model)

@@ -1,8 +1,6 @@
 """While a release runs, its model's SLA and production alias hold still (409), and the gates
 judge against the SLA recorded when the release started. Real Triton, nginx and traffic."""
 
-import time
-
 import pytest
 from django.test import Client
 from rest_framework.test import APIClient
@@ -14,8 +12,9 @@ from releases.services import release_action, release_create
 from tests.releases import test_release_flow as flow
 from tests.releases.test_release_flow import Traffic, _model_with_baseline, _tick_until, _unload
 
-pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 release_world = flow.release_world  # the flow tests' cluster: real Triton nodes and nginx
+ticking = flow.ticking  # ticks from the session's lane workers
 SLA = {"p99_latency_ms": 500.0, "min_success_rate": 99.0, "max_queue_ms": None}
 
 
@@ -65,22 +64,22 @@ def _refusals_while_active(world, model, baseline, candidate, root) -> None:
     )
 
 
-def test_a_running_release_holds_its_sla_and_production_alias(release_world, make_user):
+def test_a_running_release_holds_its_sla_and_production_alias(release_world, ticking, make_user):
     world = release_world
     root = make_user("root", superuser=True)
     model, baseline, candidate = _model_with_baseline(world, "rel_hold", 2, SLA)
     alias_set(model=model, name="production", version=baseline, actor=world["ada"])
-    with Traffic(world["port"], "rel_hold"):
-        time.sleep(1.0)
+    with Traffic(world["port"], "rel_hold") as traffic:
+        traffic.more(20)  # traffic flows
         release = _start(world, candidate)
         assert release.sla == {**SLA, "min_throughput_rps": None}
-        release = _tick_until(release, {"WAITING_APPROVAL"})
+        release = _tick_until(ticking, release, {"WAITING_APPROVAL"})
         _refusals_while_active(world, model, baseline, candidate, root)
         # Tighten the live SLA behind the service's back: with the live SLA the gates would
         # roll back (avg latency > 0.001 ms); the release judges by the SLA it started with.
         Model.objects.filter(pk=model.pk).update(sla_p99_latency_ms=0.001)
         release_action(release=release, action="approve", actor=world["rita"])
-        release = _tick_until(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        release = _tick_until(ticking, release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
     assert release.phase == "SUCCEEDED", release.reason
     checks = [e.data for e in release.events.filter(kind="analysis")]
     assert checks and "0.001" not in str(checks)
@@ -98,7 +97,7 @@ def test_a_running_release_holds_its_sla_and_production_alias(release_world, mak
     _unload(world, model)
 
 
-def test_a_rolled_back_release_frees_its_model(release_world):
+def test_a_rolled_back_release_frees_its_model(release_world, ticking):
     world = release_world
     model, baseline, candidate = _model_with_baseline(world, "rel_free", 2, SLA)
     release = _start(world, candidate)
@@ -108,6 +107,6 @@ def test_a_rolled_back_release_frees_its_model(release_world):
     assert answer.status_code == 409
     assert f"on {world['cluster'].name}" in answer.json()["errors"][0]["message"]
     release_action(release=release, action="rollback", actor=world["rita"])
-    release = _tick_until(release, {"ROLLED_BACK", "FAILED"})
+    release = _tick_until(ticking, release, {"ROLLED_BACK", "FAILED"})
     assert _api(world["ada"]).patch(url, loosen, format="json").status_code == 200
     _unload(world, model)

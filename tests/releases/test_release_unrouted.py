@@ -24,15 +24,16 @@ from models_registry.services import model_create
 from releases import routing
 from releases.models import Release, ReleaseEvent
 from releases.services import release_action
-from releases.tick import release_tick
 from telemetry.collector import Collector, ScrapeSource
 from telemetry.selectors import scrape_targets
 from telemetry.services import rollups_write
+from tests.conftest import wait_for
 from tests.deploying import pushed
 from tests.registry.archives import register_risk_score_as
 from tests.releases.test_release_flow import routed_cluster
+from tests.ticking import Ticking
 
-pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 
 FEATURES = np.linspace(-1.0, 1.0, 128, dtype=np.float32).reshape(1, 128)
 FEATURE_INPUT = {"name": "FEATURES", "datatype": "FP32", "shape": [1, 128]}
@@ -40,10 +41,11 @@ BODY = json.dumps({"inputs": [{**FEATURE_INPUT, "data": FEATURES.ravel().tolist(
 
 
 @pytest.fixture
-def world(triton_cluster, settings, tmp_path, make_user):
+def world(triton_cluster, lanes, settings, tmp_path, make_user):
     for world in routed_cluster(
         triton_cluster, settings, tmp_path, make_user, name="unrouted", grpc=True
     ):
+        settings.SWITCHYARD_STORAGE_ROOT = lanes.storage  # where the lanes' workers read
         rita, ada, cluster = world["rita"], world["ada"], world["cluster"]
         name = f"rel_unrouted_{uuid.uuid4().hex[:6]}"
         model = model_create(name=name, team="fraud", actor=ada, sla={"p99_latency_ms": 500})
@@ -90,33 +92,62 @@ def grpc_infer(address: str, model: str, n: int) -> None:
         client.close()
 
 
-def collected(send) -> None:
+def _minute(ts: float) -> int:
+    return int(ts // 60)
+
+
+def collected(send, attempts: int = 3) -> None:
     """The real collector around `send()`: a scrape, the traffic, a scrape, the minute stored.
-    Rollups count per minute: traffic that straddled a minute's end would be measured by
-    the router in a minute Triton's first scrape has no row for, so it starts in a fresh one."""
-    if time.time() % 60 > 50:
-        time.sleep(60.5 - time.time() % 60)
-    collector = Collector([ScrapeSource(scrape_targets())])
-    asyncio.run(collector.tick(time.time()))
-    send()
-    asyncio.run(collector.tick(time.time()))
-    rollups_write(rows=asyncio.run(collector.flush(None)))
+    Rollups put a scrape interval's deltas in the minute it ended in, while the router logs
+    each request in its own minute: traffic that straddled a minute's end would be counted by
+    Triton in one minute and by the router in two. Such a measurement is seen after the fact
+    and not stored; it is taken again from the next minute on (the router's lines of a minute
+    with no rollup are never counted), so the outcome never depends on when the test runs."""
+    seen = []
+    for _ in range(attempts):
+        collector = Collector([ScrapeSource(scrape_targets())])
+        began = time.time()
+        asyncio.run(collector.tick(began))
+        send()
+        ended = time.time()
+        asyncio.run(collector.tick(ended))
+        rows = asyncio.run(collector.flush(None))
+        if _minute(began) == _minute(ended):
+            rollups_write(rows=rows)
+            return
+        seen.append((began, ended))
+        wait_for(
+            lambda end=ended: _minute(time.time()) > _minute(end),
+            timeout_s=90,
+            what="the next minute",
+        )
+    raise AssertionError(f"every measurement straddled a minute's end: {seen}")
 
 
-def tick_until(release, done, timeout_s: float = 90.0, between=None) -> Release:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        release = release_tick(release_id=release.pk, inline_loads=True) or release
-        if done(release):
-            return release
+def ticked_until(loop: Ticking, release, done, what: str, between=None) -> Release:
+    """The stored release once `done(release)` holds, the lanes' workers ticking it; `between`
+    runs between looks (traffic the next ticks observe)."""
+
+    def check():
+        loop.lanes.alive()
+        stored = Release.objects.get(pk=release.pk)
+        if done(stored):
+            return stored
         if between is not None:
             between()
-        time.sleep(0.3)
-    raise AssertionError(f"not done after {timeout_s} s: {release.phase} {release.reason}")
+        return None
+
+    try:
+        return wait_for(check, timeout_s=120, what=what)
+    except RuntimeError:
+        stored = Release.objects.get(pk=release.pk)
+        raise AssertionError(
+            f"{what}: not after {loop.ticks()} ticks: {stored.phase} {stored.reason}"
+        ) from None
 
 
 def test_direct_and_grpc_clients_refuse_a_start_until_confirmed_and_show_in_every_interval(
-    world,
+    world, lanes
 ):
     model, nodes = world["model"], world["nodes"]
     router_url, grpc_router = (
@@ -187,17 +218,26 @@ def test_direct_and_grpc_clients_refuse_a_start_until_confirmed_and_show_in_ever
     audit = AuditEvent.objects.get(action="release.created")
     assert audit.details["unrouted"]["confirmed"] is True
 
-    # During the release: half the traffic through the split, half straight to the nodes.
-    release = tick_until(release, lambda r: r.phase == "PROGRESSING")
+    with Ticking(lanes) as loop:
+        _during_the_release(world, loop, release, page)
+
+
+def _during_the_release(world, loop, release, page) -> None:
+    """Half the traffic through the split, half straight to the nodes: every interval
+    measures the unrouted share; then a rollback."""
+    model, nodes = world["model"], world["nodes"]
+    router_url = f"http://127.0.0.1:{world['http_port']}"
+    release = ticked_until(loop, release, lambda r: r.phase == "PROGRESSING", "PROGRESSING")
     direct = []
 
     def traffic():
         http_infer(router_url, model, 6)
         direct.extend(http_infer(nodes[1].http_url, model, 6))
 
-    release = tick_until(
-        release, lambda r: (r.last_analysis.get("unrouted") or {}).get("share"), between=traffic
-    )
+    def measured(r):
+        return (r.last_analysis.get("unrouted") or {}).get("share")
+
+    release = ticked_until(loop, release, measured, "an interval's unrouted share", traffic)
     latest = release.last_analysis["unrouted"]
     assert 0.3 <= latest["share"] <= 0.7, latest
     assert latest["triton_requests"] >= 10
@@ -213,7 +253,7 @@ def test_direct_and_grpc_clients_refuse_a_start_until_confirmed_and_show_in_ever
     assert "started above the limit, confirmed by rita" in cockpit
 
     release_action(release=release, action="rollback", actor=world["rita"], reason="test over")
-    tick_until(release, lambda r: r.phase in ("ROLLED_BACK", "FAILED"))
+    ticked_until(loop, release, lambda r: r.phase in ("ROLLED_BACK", "FAILED"), "rolled back")
 
 
 def test_a_model_whose_clients_all_use_the_split_starts_without_confirmation(world):

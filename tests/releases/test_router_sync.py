@@ -8,7 +8,6 @@ from deployments.models import TritonNode
 from deployments.reconcile import cluster_reconcile
 from deployments.services import cluster_create, node_create, serving_state_set
 from integrations.routers import ModelRoute
-from integrations.triton.client import TritonClient
 from integrations.triton.local import free_ports
 from models_registry.services import model_create, team_create
 from releases.effects import set_weights
@@ -16,6 +15,7 @@ from releases.models import Release
 from releases.routing import router_for, router_state, router_sync
 from releases.services import release_create
 from releases.tasks import routers_sync
+from tests.nodes import keyed_client
 from tests.registry.archives import register_risk_score_as
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
@@ -87,7 +87,7 @@ def test_a_node_joins_the_running_router_once_it_serves_what_the_cluster_must(
     finally:
         router.stop()
         for node in (first, second):
-            with TritonClient(node.http_url, node.grpc_url) as client:
+            with keyed_client(node) as client:
                 client.unload("risk_join")
 
 

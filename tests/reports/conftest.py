@@ -11,7 +11,7 @@ import pytest
 from integrations.triton.local import start_cluster
 from telemetry.collector import Collector, ScrapeSource, Target
 from telemetry.services import rollups_write
-from tests.conftest import in_thread
+from tests.conftest import in_thread, session_node_key
 from tests.telemetry.live import db_cluster, load_example, traffic
 
 # 60 a minute: a few seconds of a small CPU model's traffic then cost whole cents.
@@ -26,7 +26,9 @@ def scraped(tmp_path_factory):
     names = {k: f"{k}_{suffix}" for k in ("busy", "half", "ghost")}
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=8)
     t0 = start.timestamp()
-    with start_cluster(1, tmp_path_factory.mktemp("cost"), metrics_interval_ms=1000) as own:
+    with start_cluster(
+        1, tmp_path_factory.mktemp("cost"), metrics_interval_ms=1000, node_key=session_node_key()
+    ) as own:
         node = own.nodes[0]
         configs = {
             k: load_example([node], example="risk_score", name=n, versions=[1])

@@ -61,10 +61,14 @@ def test_models_are_charged_in_proportion_to_their_compute_time(lab):
     busy, half = rows[names["busy"]], rows[names["half"]]
     assert busy["successes"] > half["successes"] > 0
     assert busy["compute_hours"] > half["compute_hours"] > 0
-    compute_ratio = busy["compute_hours"] / half["compute_hours"]
     lines = selectors.range_lines(start, start + timedelta(minutes=6))
-    ticks = {model: line.cost_ticks for (_c, _n, kind, model, _v), line in lines.items()}
+    ticks = {model: line.cost_ticks for (_c, _n, _k, model, _v, _ck), line in lines.items()}
+    compute = {model: line.compute_us for (_c, _n, _k, model, _v, _ck), line in lines.items()}
+    # The report rounds compute hours to 6 decimals (a few milliseconds of a small CPU
+    # model is 0.000004 h), so the charges are compared with the compute they came from.
+    compute_ratio = compute[names["busy"]] / compute[names["half"]]
     assert ticks[names["busy"]] / ticks[names["half"]] == pytest.approx(compute_ratio, rel=0.02)
+    assert busy["compute_hours"] == pytest.approx(compute[names["busy"]] / 3.6e9, abs=1e-6)
     assert rows[names["ghost"]]["cost"] == 0 and rows[names["ghost"]]["requests"] == 0
     assert busy["cost_per_1k"] is not None
 

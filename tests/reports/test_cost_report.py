@@ -208,6 +208,7 @@ def test_default_range_is_the_current_month(manager):
         ("cost", {"from": "2026-11-02", "to": "2026-11-01"}, "to"),
         ("cost", {"from": "2020-01-01", "to": "2026-01-01"}, "to"),
         ("cost", {"group_by": "colour"}, "group_by"),
+        ("cost", {"kind": "training"}, "kind"),
         ("cost", {"format": "xml"}, "format"),
         ("ghosts", {"days": "0"}, "days"),
         ("ghosts", {"days": "many"}, "days"),
@@ -270,7 +271,7 @@ def test_managers_set_budgets_and_it_is_audited(fleet, manager, make_user):
     assert manager.get("/api/v1/reports/budgets/").json()["rows"] == []
 
 
-def test_the_reports_page_marks_a_team_over_budget_for_anyone_signed_in(client, make_user):
+def test_the_reports_page_marks_a_team_over_budget_for_its_members(client, make_user):
     from reports.models import TeamBudget
 
     now = timezone.now().replace(second=0, microsecond=0)
@@ -286,7 +287,9 @@ def test_the_reports_page_marks_a_team_over_budget_for_anyone_signed_in(client, 
             requests=10, successes=10, compute_us=60e6,
         )  # fmt: skip
     TeamBudget.objects.create(team=team, monthly_budget="0.10")
-    client.force_login(make_user("ada", role="algorithm"))
+    ada = make_user("ada", role="algorithm")
+    team.members.add(ada)  # the algorithm team sees its own teams' budgets (like the API)
+    client.force_login(ada)
     page = client.get("/reports/?range=3h&chart=team&group_by=team").content.decode()
     assert 'data-level="over"' in page and "over budget" in page
     assert "cost-figure" in page and '"stackgroup":"cost"' in page.replace(" ", "")
@@ -308,7 +311,8 @@ def test_a_node_added_with_a_gpu_price_is_charged_per_gpu(make_user):
     assert answer.status_code == 201, answer.content
     assert answer.json()["gpu_count"] == 4 and answer.json()["hourly_cost"] is None
     node = TritonNode.objects.get(name="g1")
-    price = node_prices()[(node.cluster_id, "g1")]
+    now = timezone.now()
+    price = node_prices(now)[(node.cluster_id, "g1")].at(now.replace(second=0, microsecond=0))
     assert price.minute_ticks == 100_000 and price.slots == 4  # 10.00 an hour, 4 GPUs
     refused = client.post("/api/v1/clusters/gpu/nodes/", {**body, "name": "g2", "gpu_count": -1})
     assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "gpu_count"
@@ -322,7 +326,7 @@ def test_the_model_cost_tab_shows_only_that_models_cost(fleet, client, make_user
         ("a", "1", Decimal("0.33"))
     ]
     assert only["total_cost"] == Decimal("0.33") and only["idle_cost"] == 0
-    client.force_login(make_user("viewer"))
+    client.force_login(make_user("viewer", role="managers"))
     page = client.get("/models/a/cost/").content.decode()
     assert "0.33 USD" in page and 'data-testid="model-cost-versions"' in page
     assert client.get("/models/nope/cost/").status_code == 404
@@ -355,3 +359,37 @@ def test_a_first_rebuild_that_starts_after_the_first_telemetry_leaves_no_false_w
     call_command("cost_rollup", "--since", fleet.isoformat())
     assert CostWatermark.objects.exists()
     assert _report(fleet, fleet + timedelta(hours=3), "node") == before
+
+
+def test_the_console_cost_pages_scope_rows_and_budgets_like_the_api(fleet, make_user):
+    from django.test import Client
+
+    from reports.services import team_budget_set
+
+    other = Team.objects.create(name="search")
+    Model.objects.create(name="c", team=other)
+    manager = make_user("mia", role="managers")
+    for team in (Team.objects.get(name="fraud"), other):
+        team_budget_set(team=team, monthly_budget=Decimal("100.00"), actor=manager)
+    member, outsider = make_user("ada", role="algorithm"), make_user("sam", role="algorithm")
+    Team.objects.get(name="fraud").members.add(member)
+    other.members.add(outsider)
+    seen = {}
+    for user in (manager, member, outsider):
+        client = Client()
+        client.force_login(user)
+        page = client.get("/reports/", {"range": "7d", "group_by": "model"})
+        assert page.status_code == 200
+        rows = {row["model"] for row in page.context["report"]["rows"] if row["cost"]}
+        seen[user.username] = (rows, {b["team"] for b in page.context["budgets"]})
+        assert (client.get("/models/a/cost/").status_code == 200) == (user != outsider)
+        home = client.get("/", {"tab": "costs"}).context["month"]
+        assert {r["model"] for r in home["top_models"]} <= (
+            {"a", "b"} if user != outsider else set()
+        )
+    assert seen["mia"] == ({"a", "b"}, {"fraud", "search"})
+    assert seen["ada"] == ({"a", "b"}, {"fraud"})
+    assert seen["sam"] == (set(), {"search"})  # no other team's rows or budgets
+    nobody = Client()
+    nobody.force_login(make_user("noel"))
+    assert nobody.get("/reports/").status_code == 403  # no reports role, like the API

@@ -40,3 +40,26 @@ def test_release_manager_gets_the_unload_button_on_a_ghost(live_server, page, ma
     page.goto(f"{live_server.url}/reports/?range=3h&chart=model")
     row = page.locator("[data-testid=ghost-list] tr", has_text=names["ghost"])
     assert row.locator("button", has_text="Unload").count() == 1
+
+
+def test_the_cost_table_shows_each_kind_and_filters_by_one(live_server, page, make_user, scraped):
+    _start, names = write_scraped(scraped)
+    make_user("max", role="managers")
+    _sign_in(page, live_server, "max")
+    page.goto(f"{live_server.url}/reports/?range=3h&group_by=model")
+    headings = page.inner_text("[data-testid=cost-table] thead")
+    assert all(h in headings for h in ("Serving", "Validation", "Benchmark"))
+    busy = page.locator("[data-testid=cost-table] tbody tr", has_text=names["busy"])
+    cost = busy.locator("td").nth(1).inner_text()
+    assert busy.locator("td[data-kind=serving]").inner_text() == cost != "0.00"
+    assert busy.locator("td[data-kind=validation]").inner_text() == "0.00"
+    page.select_option("[data-testid=cost-kind]", "benchmark")
+    page.click("form[aria-label='Report range'] >> text=Show")
+    page.wait_for_url("**kind=benchmark**")
+    assert names["busy"] not in page.inner_text("[data-testid=cost-table]")
+    assert "benchmarks only" in page.inner_text("main")
+    assert page.input_value("[data-testid=cost-kind]") == "benchmark"
+    page.select_option("[data-testid=cost-kind]", "serving")
+    page.click("form[aria-label='Report range'] >> text=Show")
+    page.wait_for_url("**kind=serving**")
+    assert names["busy"] in page.inner_text("[data-testid=cost-table]")

@@ -12,7 +12,7 @@ import pytest
 
 from models_registry.models import Model
 from releases import routing
-from tests.cli.test_cli_flow import Beat, stack  # noqa: F401 - fixture
+from tests.cli.test_cli_flow import smoke_cluster, stack  # noqa: F401 - fixtures
 from tests.conftest import ROOT
 from tests.registry.archives import example_entries, tar_gz
 from tests.releases.test_release_flow import (
@@ -21,6 +21,7 @@ from tests.releases.test_release_flow import (
     _unload,
     release_world,  # noqa: F401 - fixture
 )
+from tests.ticking import Lanes, Ticking
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 PACKAGE = "switchyard_generated"
@@ -100,8 +101,9 @@ def _upload(generated, ada, variant: int, label: str):
     archive = File(payload=tar_gz(example_entries("risk_score", variant)), file_name="b.tar.gz")
     body = models.VersionListCreateInput(archive=archive, label=label)
     created = _api(generated, "v1_models_versions_create").sync("risk_score", client=ada, body=body)
-    assert isinstance(created, models.VersionSummary), created
+    assert isinstance(created, models.VersionUploaded), created
     assert (created.finished, created.outcome) == (False, None)
+    assert any("has no SLA" in w for w in created.warnings), created.warnings
     return created
 
 
@@ -126,11 +128,11 @@ def test_a_generated_client_registers_deploys_and_promotes_a_canary(stack, gener
     assert model.aliases["production"] == 1  # a deploy to a production cluster moved it
     routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
 
-    beat = Beat()
+    beat = Ticking(Lanes.of(world["worker"]))  # ticks on the stack's worker, queued as beat does
     beat.start()
     try:
-        with Traffic(world["port"], "risk_score"):
-            time.sleep(1.0)
+        with Traffic(world["port"], "risk_score") as traffic:
+            traffic.more(20)
             body = models.ReleaseListCreateInput.from_dict(
                 {
                     **{"cluster": "canary", "model": "risk_score", "candidate_version": 2},
@@ -145,8 +147,7 @@ def test_a_generated_client_registers_deploys_and_promotes_a_canary(stack, gener
                 _api(generated, "v1_releases_retrieve"), release.id, client=rita, deadline_s=240
             )
     finally:
-        beat.stop.set()
-        beat.join(15)
+        beat.stop()
     assert (done.state, done.finished, done.outcome) == ("succeeded", True, "succeeded"), done
     model = _api(generated, "v1_models_retrieve").sync("risk_score", client=ada)
     assert model.aliases["production"] == 2

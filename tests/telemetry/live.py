@@ -10,9 +10,9 @@ from contextlib import contextmanager
 
 from demo.traffic import Traffic, TrafficTarget, request_body
 from deployments.models import TritonCluster, TritonNode
-from integrations.triton.client import TritonClient
 from telemetry.runner import CollectorRunner
 from tests.exampledata import example_config_json, example_files
+from tests.nodes import keyed_client
 
 
 def db_cluster(name: str, nodes, **fields) -> TritonCluster:
@@ -36,7 +36,7 @@ def load_example(nodes, *, example: str, name: str, versions: list[int]) -> dict
             files[key.removeprefix("file:")] = content
     config = example_config_json(example, name=name, versions=versions)
     for node in nodes:
-        with TritonClient(node.http_url, node.grpc_url, load_timeout_s=60) as client:
+        with keyed_client(node, load_timeout_s=60) as client:
             client.load(name, config_json=config, files=files)
             reported = client.model_config(name)
     return reported
@@ -44,15 +44,41 @@ def load_example(nodes, *, example: str, name: str, versions: list[int]) -> dict
 
 def unload(nodes, name: str) -> None:
     for node in nodes:
-        with TritonClient(node.http_url, node.grpc_url) as client:
+        with keyed_client(node) as client:
             if client.is_live():
                 client.unload(name)
 
 
-def traffic(nodes, model: str, config: dict, *, version: str, rps: float) -> Traffic:
+class CheckedTraffic(Traffic):
+    """demo.traffic's clients (no retries: a reset connection is counted under its exception's
+    name). Leaving the `with` block without an error asserts what was answered: every request
+    a 200 unless `allowed` names the other outcomes the test expects (a node it restarts)."""
+
+    def __init__(self, *args, allowed: frozenset[str] = frozenset(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.allowed = allowed
+
+    def __exit__(self, exc_type, *exc) -> None:
+        super().__exit__(exc_type, *exc)
+        if exc_type is None:
+            outcomes = dict(self.stats.by_status)
+            assert outcomes.get("200", 0) > 0, f"no request answered: {outcomes}"
+            unexpected = {k: n for k, n in outcomes.items() if k != "200" and k not in self.allowed}
+            assert not unexpected, f"requests not answered 200 (resets included): {outcomes}"
+
+
+def traffic(
+    nodes,
+    model: str,
+    config: dict,
+    *,
+    version: str,
+    rps: float,
+    allowed: frozenset[str] = frozenset(),
+) -> CheckedTraffic:
     body = request_body(json.loads(json.dumps(config)))
     targets = [TrafficTarget(node.http_url, model, version, body) for node in nodes]
-    return Traffic(targets, rps=rps, workers=3)
+    return CheckedTraffic(targets, rps=rps, workers=3, allowed=allowed)
 
 
 @contextmanager

@@ -89,3 +89,61 @@ def test_node_series_and_bad_parameters(rollups, make_user):
 
 def test_metrics_need_a_signed_in_user(rollups):
     assert APIClient().get("/api/v1/metrics/").status_code in (401, 403)
+
+
+def test_metrics_answer_names_its_resolution_and_a_long_range_comes_as_sums(make_user):
+    cluster = TritonCluster.objects.create(name="week", environment="production")
+    now = timezone.now().replace(second=0, microsecond=0)
+    # Three days of one version, every minute: 60 requests a minute, 2 of them failing.
+    Rollup.objects.bulk_create(
+        Rollup(
+            cluster=cluster,
+            node_name="n1",
+            model_name="risk",
+            version="1",
+            minute=now - timedelta(minutes=m),
+            requests=60,
+            successes=58,
+            failures=2,
+            request_us=58 * 4000,
+            p99_ms=float(m % 5),
+        )
+        for m in range(1, 3 * 24 * 60 + 1)
+    )
+    client = _client(make_user)
+    day = client.get("/api/v1/metrics/", {"cluster": "week", "since": "24h"}).json()
+    assert (day["step_s"], day["resolution"]) == (60, "1m")
+    assert len(day["points"]) in (1439, 1440)  # the oldest minute starts before `since`
+    three = client.get("/api/v1/metrics/", {"cluster": "week", "since": "72h"}).json()
+    assert (three["step_s"], three["resolution"]) == (300, "5m")
+    points = three["points"]
+    assert len(points) <= 72 * 12 + 1
+    whole = points[1:-1]  # the edges may hold fewer minutes
+    assert all(p["requests"] == 300 and p["failures"] == 10 for p in whole)
+    assert all(p["request_rate"] == 1.0 and p["avg_ms"] == 4.0 for p in points)
+    assert all(p["p99_ms"] == 4.0 for p in whole)  # the bucket's worst minute
+
+
+def test_metrics_series_shape_gives_one_array_per_field(rollups, make_user):
+    client = _client(make_user)
+    answer = client.get(
+        "/api/v1/metrics/", {"cluster": "prod", "model": "risk", "shape": "series"}
+    ).json()
+    assert "points" not in answer and answer["step_s"] == 60
+    by_version = {s["version"]: s for s in answer["series"]}
+    assert set(by_version) == {"1", "2"}
+    two = by_version["2"]
+    assert (two["cluster"], two["model"]) == ("prod", "risk")
+    assert len(two["t"]) == len(two["request_rate"]) == len(two["p99_ms"]) == 2
+    assert (
+        two["t"] == sorted(two["t"])
+        and two["t"][-1] == (rollups - timedelta(minutes=1)).timestamp()
+    )
+    assert two["request_rate"] == [2.0, 2.0] and two["p99_ms"] == [12.0, 12.0]
+    nodes = client.get(
+        "/api/v1/metrics/", {"cluster": "prod", "kind": "node", "shape": "series"}
+    ).json()["series"]
+    assert {(s["node"], tuple(s["cpu_util"])) for s in nodes} == {
+        ("n1", (0.5, 0.5)),
+        ("n2", (0.5, 0.5)),
+    }

@@ -153,3 +153,95 @@ def test_a_minute_written_twice_adds_up_and_retention_deletes_old_rows(settings)
     now = datetime.fromtimestamp(T0, tz=UTC) + timedelta(days=2)
     assert services.rollups_cleanup(now=now) == 1
     assert not Rollup.objects.exists()
+
+
+class OwnCounters:
+    """own_read/own_forget over readings the test sets (the Redis side is own_traffic's)."""
+
+    def __init__(self) -> None:
+        self.counts: dict = {}
+        self.forgotten: list = []
+
+    async def read(self, nodes):
+        return {node: dict(self.counts) for node in nodes}
+
+    async def forget(self, cluster, node, keys):
+        self.forgotten.append((cluster, node, sorted(keys)))
+        for key in keys:
+            self.counts.pop(key, None)
+
+
+def test_own_requests_come_off_the_rollup_and_the_live_rate_and_stay_in_their_columns():
+    own = OwnCounters()
+    source = ScrapeSource(
+        [Target("prod", "n1", "u1")], fetch=Replay(u1=["pair_before.txt", "pair_after.txt"])
+    )
+    collector = Collector([source], own_read=own.read, own_forget=own.forget)
+    own.counts = {("risk_score", "2", "probe"): {"success": 3.0, "failure": 0.0}}
+    run(collector.tick(T0 + 50))
+    own.counts = {
+        ("risk_score", "2", "probe"): {"success": 8.0, "failure": 0.0},
+        ("risk_score", "2", "warmup"): {"success": 1.0, "failure": 0.0},
+    }
+    second = run(collector.tick(T0 + 55))
+    v2 = next(p for p in points(second, "cluster-prod") if (p["node"], p["version"]) == ("n1", "2"))
+    assert v2["request_rate"] == pytest.approx((80 - 6) / 5.0)  # the clients' rate
+    rows = run(collector.flush(None))
+    row = next(r for r in rows if (r.model, r.version) == ("risk_score", "2"))
+    assert (row.requests, row.successes, row.probe_requests, row.warmup_requests) == (74, 74, 5, 1)
+    assert row.own_successes == 6 and not row.split_inexact
+
+
+def test_own_counters_of_a_series_the_node_stopped_showing_are_forgotten_after_a_while():
+    own = OwnCounters()
+    plan = ["pair_before.txt", "pair_after.txt", "pair_after.txt"]
+    collector = Collector(
+        [ScrapeSource([Target("prod", "n1", "u1")], fetch=Replay(u1=plan))],
+        own_read=own.read,
+        own_forget=own.forget,
+    )
+    gone = ("gone_model--smoke-1-abc", "1", "smoke")
+    own.counts = {
+        gone: {"success": 1.0, "failure": 0.0},
+        ("risk_score", "2", "probe"): {"success": 1.0},
+    }
+    run(collector.tick(T0))
+    run(collector.tick(T0 + 300))
+    assert own.forgotten == []
+    run(collector.tick(T0 + 601))
+    assert own.forgotten == [("prod", "n1", [gone])]  # the version the node shows is kept
+
+
+def test_a_counter_reset_with_own_requests_flags_the_minute_and_keeps_them_apart():
+    own = OwnCounters()
+    plan = ["pair_before.txt", "pair_after.txt", "after_restart.txt"]
+    fetch = Replay(u1=plan)
+    collector = Collector(
+        [ScrapeSource([Target("prod", "n1", "u1")], fetch=fetch)], own_read=own.read
+    )
+    run(collector.tick(T0 + 10))
+    run(collector.tick(T0 + 20))
+    own.counts = {("risk_score", "3", "probe"): {"success": 2.0, "failure": 0.0}}
+    run(collector.tick(T0 + 30))  # v3 restarted: its interval cannot be split
+    rows = run(collector.flush(None))
+    v3 = next(r for r in rows if (r.model, r.version) == ("risk_score", "3"))
+    assert v3.split_inexact and v3.probe_requests == 2
+    v2 = next(r for r in rows if (r.model, r.version) == ("risk_score", "2"))
+    assert not v2.split_inexact
+
+
+def test_own_requests_counted_after_the_scrape_that_showed_them_are_taken_back():
+    own = OwnCounters()
+    plan = ["pair_before.txt", "pair_after.txt", "pair_after.txt"]
+    fetch = Replay(u1=plan)
+    collector = Collector(
+        [ScrapeSource([Target("prod", "n1", "u1")], fetch=fetch)], own_read=own.read
+    )
+    run(collector.tick(T0 + 50))
+    run(collector.tick(T0 + 55))  # Triton shows 80 requests, 5 of them benchmark ones
+    own.counts = {("risk_score", "2", "benchmark"): {"success": 5.0, "failure": 0.0}}
+    run(collector.tick(T0 + 58))  # ... counted only now
+    rows = run(collector.flush(None))
+    v2 = next(r for r in rows if (r.model, r.version) == ("risk_score", "2"))
+    assert (v2.requests, v2.successes, v2.benchmark_requests) == (75, 75, 5)
+    assert not v2.split_inexact

@@ -27,7 +27,7 @@ def _run(headers: list[tuple[bytes, bytes]], limit: int, chunks: int):
                 break
         seen_by_app.append((dict(scope["headers"]), body))
 
-    guard = BodyLimitMiddleware(app, max_bytes=lambda: limit)
+    guard = BodyLimitMiddleware(app, max_bytes=lambda scope: limit)
     scope = {"type": "http", "method": "POST", "path": "/", "headers": headers}
     # A thread of its own: browser tests leave an event loop running in the main thread.
     with ThreadPoolExecutor(1) as pool:
@@ -52,3 +52,15 @@ def test_a_chunked_body_under_the_limit_reaches_the_app_whole_with_its_length():
     headers, body = seen_by_app[0]
     assert body == CHUNK * 7 and headers[b"content-length"] == b"7000"
     assert b"transfer-encoding" not in headers and sent == []
+
+
+def test_each_endpoint_has_its_limit(settings):
+    from controlplane.body_limit import IMPORT_BODY_BYTES, limit_for
+
+    settings.SWITCHYARD_MAX_UPLOAD_BYTES, settings.SWITCHYARD_MAX_BODY_BYTES = 4 * 2**30, 2**20
+    assert limit_for("/api/v1/models/risk/versions/") == 4 * 2**30
+    assert limit_for("/api/v1/models/risk/versions/?return_existing=1") == 4 * 2**30
+    assert limit_for("/api/v1/models/risk/versions/3/benchmarks/import/") == IMPORT_BODY_BYTES
+    assert limit_for("/models/risk/versions/3/benchmarks/import/") == IMPORT_BODY_BYTES
+    for path in ("/api/v1/auth/token/", "/admin/login/", "/api/v1/models/risk/versions/3/"):
+        assert limit_for(path) == 2**20

@@ -36,9 +36,9 @@ def test_node_price_prefers_the_node_then_per_gpu_price_then_the_cluster():
 def test_twice_the_compute_is_charged_twice_as_much_and_the_rest_is_idle():
     price = NodePrice(60_000, 1)
     cost = split_minute(price, [Usage("a", "1", 20e6), Usage("b", "1", 10e6)])
-    assert cost.allocated == {("a", "1"): 20_000, ("b", "1"): 10_000}
+    assert cost.allocated == {("a", "1", "serving"): 20_000, ("b", "1", "serving"): 10_000}
     assert cost.idle == 30_000 and cost.unknown == 0
-    assert cost.idle_share == {("a", "1"): 15_000, ("b", "1"): 15_000}
+    assert cost.idle_share == {("a", "1", "serving"): 15_000, ("b", "1", "serving"): 15_000}
 
 
 def test_a_minute_without_a_node_rollup_is_unknown_and_charged_to_nobody():
@@ -53,12 +53,13 @@ def test_a_minute_with_nothing_loaded_is_all_idle():
 
 def test_more_compute_than_capacity_shares_the_whole_minute_and_leaves_no_idle():
     cost = split_minute(NodePrice(90, 1), [Usage("a", "1", 80e6), Usage("b", "1", 40e6)])
-    assert cost.allocated == {("a", "1"): 60, ("b", "1"): 30} and cost.idle == 0
+    assert cost.allocated == {("a", "1", "serving"): 60, ("b", "1", "serving"): 30}
+    assert cost.idle == 0
 
 
 def test_slots_widen_the_capacity():
     cost = split_minute(NodePrice(1200, 4), [Usage("a", "1", 60e6)])
-    assert cost.allocated == {("a", "1"): 300} and cost.idle == 900
+    assert cost.allocated == {("a", "1", "serving"): 300} and cost.idle == 900
 
 
 usages = st.lists(

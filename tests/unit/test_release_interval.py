@@ -60,7 +60,7 @@ def test_deltas_sum_the_nodes_and_drop_a_restarted_or_new_series():
         "b": {"1": {k: v / 2 for k, v in C.items()}},  # went down: restarted, adds nothing
         "c": {"1": _more(C, 50.0)},  # not in the start reading: adds nothing
     }
-    assert interval.delta(start, now, "1") == {k: 5.0 for k in interval.COUNTERS}
+    assert interval.delta(start, now, "1") == {k: 5.0 if k in C else 0.0 for k in interval.COUNTERS}
     assert interval.delta(start, now, "2") == dict.fromkeys(interval.COUNTERS, 0.0)
 
 
@@ -73,3 +73,11 @@ def test_rebased_moves_only_the_dropped_nodes_to_their_new_reading():
     assert start["nodes"]["b"]["1"] == C  # the stored start is not changed in place
     # Nothing dropped: the same reading comes back.
     assert interval.rebased(start, {"a": {"1": _more(C, 1.0)}}) is start
+
+
+def test_client_counts_leave_the_control_planes_own_requests_out():
+    grown = {"success": 10.0, "failure": 2.0, "own_success": 3.0, "own_failure": 4.0}
+    assert interval.client_counts(grown) == (7.0, 0.0)  # clamped at 0, never negative
+    start = _start({"a": {"1": {"success": 5.0, "failure": 0.0}}})  # read without Redis
+    now = {"a": {"1": {"success": 9.0, "failure": 0.0, "own_success": 2.0, "own_failure": 0.0}}}
+    assert interval.client_counts(interval.delta(start, now, "1")) == (4.0, 0.0)

@@ -459,3 +459,29 @@ def test_too_many_inconclusive_checks_roll_back_when_so_configured() -> None:
     spec = replace(SPEC, max_inconclusive_checks=1, on_inconclusive="rollback")
     decision = decide(spec, st(step_started_at=0), _inconclusive(10))
     assert decision.state.phase is P.ROLLING_BACK and "too little traffic" in decision.state.reason
+
+
+def test_the_cause_of_a_rollback_outlives_the_phases_that_follow_it() -> None:
+    d = decide(SPEC, st(), guard(now=5, router_applied_weight=25))
+    assert d.state.cause == "fast guard: 40/40 errors"
+    idle = ob(now=6, router_applied_weight=0.0, in_flight_done=True, candidate_unloaded=True)
+    done = decide(SPEC, d.state, idle)
+    assert done.state.phase is P.ROLLED_BACK
+    assert done.state.reason == "candidate at 0% and unloaded; baseline serving"
+    assert done.state.cause == "fast guard: 40/40 errors"
+
+
+def test_a_failed_rollback_keeps_its_cause_and_says_what_failed_after() -> None:
+    rolling = st(P.ROLLING_BACK, cause="rollback by ana", phase_started_at=0)
+    d = decide(SPEC, rolling, ob(now=SPEC.progress_deadline_s + 1))
+    assert d.state.phase is P.FAILED
+    assert d.state.cause.startswith("rollback by ana; then ")
+    assert "the rollback did not complete" in d.state.cause
+
+
+def test_a_promotion_says_which_step_passed_and_a_later_rollback_replaces_it() -> None:
+    last = st(step_index=3, candidate_weight=100.0)
+    d = decide(SPEC, last, passed(weight=100))
+    assert d.state.phase is P.PROMOTING and d.state.cause == d.state.reason
+    back = decide(SPEC, d.state, act("rollback"))
+    assert back.state.phase is P.ROLLING_BACK and back.state.cause == "rollback by ana"

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from integrations.routers import ModelRoute, RouterError, RouterState, get_driver
+from integrations.routers import ModelRoute, RouterError, RouterState, allowlist, get_driver
 from integrations.routers.access_log import (
     LOG_FIELDS,
     AccessLogTail,
@@ -36,9 +36,14 @@ def render(*routes: ModelRoute, upstreams: list[str] = UPSTREAMS) -> str:
 
 
 def block(config: str, opening: str) -> str:
-    """The text between an opening line and its closing brace (blocks here nest one deep)."""
+    """The text from an opening line to its matching closing brace."""
     start = config.index(opening)
-    return config[start : config.index("}", start) + 1]
+    depth = 0
+    for at in range(start + len(opening) - 1, len(config)):
+        depth += {"{": 1, "}": -1}.get(config[at], 0)
+        if depth == 0:
+            return config[start : at + 1]
+    raise AssertionError(f"{opening!r} is not closed")
 
 
 def split_entries(config: str, index: int) -> list[str]:
@@ -110,9 +115,13 @@ def test_unsafe_model_names_are_refused(name):
         ModelRoute(name, {1: 100.0})
 
 
-def test_every_other_path_passes_through_to_the_upstream():
+def test_allowed_paths_pass_to_the_upstream_and_every_other_path_is_refused():
     config = render(ModelRoute("risk", {1: 100.0}))
-    assert "location / {\n            proxy_pass http://triton;\n        }" in config
+    refusing = block(config, "location / {")
+    assert "proxy_pass" not in refusing and "set $sy_refused 1;" in refusing
+    assert 'return 403 \'{"error": "the router carries inference only: ' in refusing
+    for _, pattern in allowlist.HTTP_ALLOWED:
+        assert "proxy_pass http://triton;" in block(config, f'location ~ "{pattern}" {{')
     upstream = block(config, "upstream triton {")
     assert "server 127.0.0.1:8000;" in upstream and "server 127.0.0.1:8010;" in upstream
     assert "keepalive 32;" in upstream
@@ -316,5 +325,7 @@ def test_a_state_without_nodes_renders_a_503_instead_of_an_empty_upstream():
     state = RouterState([], [ModelRoute("risk", {1: 100.0})])
     config = render_config(state, listen="127.0.0.1:8080", prefix_dir=PREFIX)
     assert "upstream triton" not in config and "proxy_pass" not in config
-    assert 'return 503 "this cluster has no Triton node registered\\n";' in config
+    infer = block(config, f'location ~ "{allowlist.HTTP_ALLOWED[0][1]}" {{')
+    assert """return 503 '{"error": "this cluster has no Triton node registered"}\\n';""" in infer
+    assert "return 403" in block(config, "location / {")  # refused with or without nodes
     assert config_generation(config)  # the status location still answers

@@ -86,8 +86,10 @@ def test_a_release_detail_embeds_its_latest_events_and_the_log_is_paged(release_
     detail = release_api.get(f"/api/v1/releases/{release.pk}/").json()
     assert len(detail["events"]) == 100 and detail["events"][-1]["message"] == "e149"
     log = release_api.get(f"/api/v1/releases/{release.pk}/events/", {"limit": 60, "offset": 100})
-    assert log.headers["X-Total-Count"] == "151"  # the start event and 150 checks
-    assert [e["message"] for e in log.json()] == [f"e{i}" for i in range(99, 150)]
+    # The start event, its warning (the model has no SLA) and 150 checks.
+    assert created.json()["warnings"] and len(created.json()["warnings"]) == 1
+    assert log.headers["X-Total-Count"] == "152"
+    assert [e["message"] for e in log.json()] == [f"e{i}" for i in range(98, 150)]
     assert release_api.get("/api/v1/releases/999999/events/").status_code == 404
 
 

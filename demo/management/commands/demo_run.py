@@ -7,6 +7,7 @@ worker, the nodes and the router answer. Ctrl-C (or SIGTERM) stops everything.
 """
 
 import os
+import secrets
 import signal
 import sys
 import time
@@ -26,10 +27,15 @@ from demo.users import banner_lines, demo_users_create
 from integrations.triton.local import port_is_free
 
 NODES = 2
+# One more node, of a cluster of its own that serves nothing: where new versions are
+# smoke-tested (a version that crashes its node takes no served model down).
+SMOKE_NODES = 1
 WEB_POOL_SIZE = os.environ.get("SWITCHYARD_DATABASE_POOL_SIZE", "10")
 
 
-def demo_commands(*, port: int, base_port: int, var_dir: Path) -> dict[str, list[str]]:
+def demo_commands(
+    *, port: int, base_port: int, var_dir: Path, key_file: Path
+) -> dict[str, list[str]]:
     """The demo's processes. The control plane runs at nice 10 so that on shared cores the
     data plane (Triton, nginx, traffic) keeps its latency."""
     py, nice = sys.executable, ["nice", "-n", "10"]
@@ -40,21 +46,22 @@ def demo_commands(*, port: int, base_port: int, var_dir: Path) -> dict[str, list
             "manage.py",
             "triton_local",
             "--nodes",
-            str(NODES),
+            str(NODES + SMOKE_NODES),
             "--base-port",
             str(base_port),
+            "--key-file",
+            str(key_file),
         ],
         "web": [
             "env",  # a capped connection pool: many sign-ins at once queue, never exhaust
             f"SWITCHYARD_DATABASE_POOL_SIZE={WEB_POOL_SIZE}",
             py,
             "-m",
-            "daphne",
+            "controlplane.web_server",  # one daphne process per core, on one socket
             "-b",
             "127.0.0.1",
             "-p",
             str(port),
-            "controlplane.asgi:application",
         ],
         **demo_workers(celery=[*nice, *celery], port=port),
         "beat": [
@@ -100,6 +107,19 @@ def demo_workers(*, celery: list[str], port: int) -> dict[str, list[str]]:
     }
 
 
+def demo_node_key_write(var_dir: Path) -> Path:
+    """A new node key for this run's Triton nodes, in a file only this user reads (under
+    SWITCHYARD_SECRET_FILE_ROOTS' default): the nodes start with it, the cluster refers to it."""
+    folder = Path(var_dir) / "secrets"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / "demo-node-key"
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_urlsafe(32))
+    return path
+
+
 def http_status(url: str) -> int | None:
     """The HTTP status `url` answers with; None when nothing answers."""
     try:
@@ -136,10 +156,14 @@ class Command(BaseCommand):
         port, base = opts["port"], opts["triton_base_port"]
         self._check_ports(port, base)
         logins = demo_users_create()
-        for line in demo_cluster_seed(base_port=base, nodes=NODES):  # before the router starts
-            self.say(line)
+        key_file = demo_node_key_write(settings.SWITCHYARD_VAR_DIR)
+        self.key_ref = f"file:{key_file}"
+        for line in demo_cluster_seed(base_port=base, nodes=NODES, key_ref=self.key_ref):
+            self.say(line)  # before the router starts
         log_dir = Path(opts["log_dir"] or settings.SWITCHYARD_VAR_DIR / "log")
-        commands = demo_commands(port=port, base_port=base, var_dir=settings.SWITCHYARD_VAR_DIR)
+        commands = demo_commands(
+            port=port, base_port=base, var_dir=settings.SWITCHYARD_VAR_DIR, key_file=key_file
+        )
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.supervisor = Supervisor(
             commands, log_dir=log_dir, env=env, cwd=settings.BASE_DIR, say=self.say
@@ -161,6 +185,7 @@ class Command(BaseCommand):
             for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut this
                 signal.signal(sig, signal.SIG_IGN)
             self.supervisor.stop_all()
+            key_file.unlink(missing_ok=True)
             self.say("demo stopped.")
 
     def _check_ports(self, port: int, base: int) -> None:
@@ -169,7 +194,11 @@ class Command(BaseCommand):
                 f"Port {port} on 127.0.0.1 is in use: stop what holds it, "
                 f"or run `make demo PORT={port + 10}`."
             )
-        ports = (*range(base, base + 3 * NODES), base + 80, base + 81)  # nodes, router
+        ports = (
+            *range(base, base + 3 * (NODES + SMOKE_NODES)),
+            base + 80,
+            base + 81,
+        )  # nodes, router
         busy = [p for p in ports if not port_is_free(p)]
         if busy:
             raise CommandError(
@@ -181,10 +210,12 @@ class Command(BaseCommand):
         """Wait for each part in turn, saying so; seed once the web and the nodes answer."""
         deadline = time.monotonic() + timeout_s
         web = f"http://127.0.0.1:{port}/login/"
-        nodes = [f"http://127.0.0.1:{base + 3 * i}/v2/health/ready" for i in range(NODES)]
+        nodes = [
+            f"http://127.0.0.1:{base + 3 * i}/v2/health/ready" for i in range(NODES + SMOKE_NODES)
+        ]
         self._until("web", lambda: http_status(web) is not None, deadline)
         self._until("Triton nodes", lambda: all(http_status(u) == 200 for u in nodes), deadline)
-        for line in demo_seed(base_port=base, nodes=NODES):
+        for line in demo_seed(base_port=base, nodes=NODES, key_ref=self.key_ref):
             self.say(line)
         self._until("worker", lambda: check_worker().is_ok, deadline)
         router = f"http://127.0.0.1:{base + 80}/"

@@ -18,10 +18,21 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig
 from .checks import NEWER_FIELDS, run_checks
 from .diff import ConfigDifference, config_differences
 from .report import CONFIG_FILE, Checker, ConfigIssue, ConfigReport
+from .untrusted import (
+    DEFAULT_ALLOWED_BACKENDS,
+    backend_of,
+    check_untrusted,
+    library_issues,
+    python_model_issues,
+)
 from .warmup import WARMUP_FOLDER, add_native_warmup, native_warmup_skip_reason
 
 __all__ = [
     "CONFIG_FILE",
+    "DEFAULT_ALLOWED_BACKENDS",
+    "backend_of",
+    "library_issues",
+    "python_model_issues",
     "WARMUP_FOLDER",
     "add_native_warmup",
     "NEWER_FIELDS",
@@ -44,11 +55,15 @@ def validate_model_config(
     known_models: Iterable[str] = (),
     server_version: str = "2.51.0",
     max_elements: int | None = None,
+    allowed_backends: Iterable[str] = DEFAULT_ALLOWED_BACKENDS,
+    custom_backends: Iterable[str] = (),
 ) -> ConfigReport:
     """Parse `text` as a ModelConfig and report every error and warning for this upload.
 
     `max_elements`: the most elements per tensor item the control plane builds warm-up and
-    smoke requests of (SWITCHYARD_MAX_TENSOR_ELEMENTS; None: the built-in default)."""
+    smoke requests of (SWITCHYARD_MAX_TENSOR_ELEMENTS; None: the built-in default).
+    `allowed_backends` (SWITCHYARD_ALLOWED_BACKENDS) and `custom_backends` (those some
+    cluster allows explicitly): any other backend or platform is refused."""
     if not text or not text.strip():
         message = (
             "config.pbtxt is missing or empty; add one with name, backend, input and output "
@@ -69,6 +84,7 @@ def validate_model_config(
         known_models=set(known_models),
         server_version=server_version,
     )
+    check_untrusted(checker, config, allowed=set(allowed_backends), custom=set(custom_backends))
     return ConfigReport(config, checker.issues)
 
 

@@ -12,6 +12,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from ..inputs import DEFAULT_LIMITS
 from .report import Checker
+from .untrusted import PLATFORM_BACKENDS
 
 # Fields in the installed tritonclient proto (2.73) that the target server may not know.
 # Verified: both are absent from the ModelConfig descriptor compiled into the 2.51.0
@@ -36,13 +37,6 @@ _MODEL_FILES = {
     "tensorflow_savedmodel": "model.savedmodel",
     "tensorflow_graphdef": "model.graphdef",
     "openvino": "model.xml",
-}
-_PLATFORM_BACKEND = {
-    "onnxruntime_onnx": "onnxruntime",
-    "pytorch_libtorch": "pytorch",
-    "tensorrt_plan": "tensorrt",
-    "tensorflow_savedmodel": "tensorflow",
-    "tensorflow_graphdef": "tensorflow",
 }
 _ENSEMBLE = "ensemble"
 
@@ -87,7 +81,8 @@ def _check_backend_files(checker: Checker, config: ModelConfig, files: set[str])
             field="backend",
         )
         return
-    expected_backend = _PLATFORM_BACKEND.get(platform)
+    # An ensemble runs on no backend of its own: Triton's mapping names it for the allowlist.
+    expected_backend = PLATFORM_BACKENDS.get(platform) if platform != _ENSEMBLE else None
     if backend and expected_backend and backend != expected_backend:
         checker.error(
             f"platform '{platform}' needs backend '{expected_backend}', not '{backend}'.",

@@ -1,0 +1,158 @@
+"""The web command (controlplane/web_server.py): several daphne processes on one socket.
+
+Started as the kits and `make demo` start it, with two processes: both serve; websockets of
+either reach each other's groups through the Redis channel layer; the body limits still apply
+as a body arrives; a process that dies is replaced while the other serves; SIGTERM stops all.
+"""
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from websockets.sync.client import connect
+
+from accounts.services import ws_ticket_create
+from console.events import SYSTEM_GROUP, system_event
+from controlplane import db_pool, web_server
+from tests.conftest import ROOT, child_environment, in_thread, stop_process, wait_for
+from tests.integration.test_body_limits import MIB, _answer, _head
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROCESSES = 2
+SOCKETS = 8
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _login_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+            sock.sendall(f"GET /login/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            return _answer(sock)[0] == 200
+    except OSError:
+        return False
+
+
+def test_two_processes_share_the_socket_websockets_limits_restarts_and_stop(make_user, tmp_path):
+    from integrations.triton.local import free_ports
+
+    (port,) = free_ports(1)
+    log = tmp_path / "web.log"
+    user = make_user("rita", role="release-managers")
+    tickets = [ws_ticket_create(user=user, token=None)[0] for _ in range(SOCKETS)]
+    command = [sys.executable, "-m", "controlplane.web_server", "-b", "127.0.0.1", "-p", str(port)]
+    env = child_environment(SWITCHYARD_WEB_PROCESSES=str(PROCESSES))
+    with open(log, "wb") as out:
+        launcher = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
+    children: set[int] = set()
+    seen: set[int] = set()  # every daphne process it ran, the killed one too
+    try:
+        wait_for(lambda: _login_answers(port), timeout_s=60, what="the web", proc=launcher, log=log)
+        children = _children(launcher.pid)
+        assert len(children) == PROCESSES
+
+        # Every socket gets a message sent to its group from here, whichever process holds it.
+        origin, url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/ws/system/?ticket="
+        with contextlib.ExitStack() as opened:
+            sockets = [opened.enter_context(connect(url + t, origin=origin)) for t in tickets]
+            for ws in sockets:
+                assert json.loads(ws.recv(timeout=30))["type"] == "hello"
+            notice = {"type": "notice", "text": "to every process"}
+            send = async_to_sync(get_channel_layer().group_send)
+            in_thread(send, SYSTEM_GROUP, system_event(notice))
+            for ws in sockets:
+                assert json.loads(ws.recv(timeout=30)) == notice
+
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(_head(port, "/api/v1/auth/token/", f"Content-Length: {MIB + 1}"))
+            assert _answer(sock)[0] == 413  # refused before any body byte, in daphne
+
+        seen |= children
+        killed = sorted(children)[0]
+        os.kill(killed, signal.SIGKILL)
+        # Once the launcher has reaped it (a connection the dying process took from the
+        # shared queue in its last instant is lost with it), the other process serves alone.
+        wait_for(
+            lambda: f"process {killed} exited" in log.read_text(),
+            timeout_s=60,
+            what="the launcher to see the killed process exit",
+            proc=launcher,
+            log=log,
+        )
+        for _ in range(20):  # the other process serves meanwhile
+            assert _login_answers(port)
+        wait_for(
+            lambda: len(_children(launcher.pid) - {killed}) == PROCESSES,
+            timeout_s=60,
+            what="a new process in place of the killed one",
+            proc=launcher,
+            log=log,
+        )
+        children = _children(launcher.pid)
+        seen |= children
+        assert _login_answers(port)
+
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(timeout=60) == 0
+        assert not any(_alive(pid) for pid in children), log.read_text()[-2000:]
+    finally:
+        stop_process(launcher)
+        for pid in children:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        # The killed process could not take its pool entry with it (it would go stale).
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        for pid in seen:
+            client.hdel(db_pool.stats_key(), f"{socket.gethostname()}:{pid}")
+        client.close()
+
+
+def test_the_process_count_follows_the_setting_then_the_cores(monkeypatch, tmp_path):
+    monkeypatch.setenv("SWITCHYARD_WEB_PROCESSES", "3")
+    assert web_server.processes_wanted(None) == 3
+    assert web_server.processes_wanted(5) == 5
+    monkeypatch.delenv("SWITCHYARD_WEB_PROCESSES")
+    assert web_server.processes_wanted(None) == web_server.cpu_count()
+    with pytest.raises(SystemExit):
+        web_server.processes_wanted(0)
+
+
+def test_a_cgroup_cpu_quota_caps_the_cores(tmp_path):
+    cores = len(os.sched_getaffinity(0))
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert web_server.cpu_count(tmp_path) == cores
+    (tmp_path / "cpu.max").write_text("150000 100000\n")  # --cpus 1.5: two processes
+    assert web_server.cpu_count(tmp_path) == min(cores, 2)
+    (tmp_path / "cpu.max").write_text("50000 100000\n")
+    assert web_server.cpu_count(tmp_path) == 1
+    assert web_server.cpu_count(tmp_path / "none") == cores
+
+
+def test_endpoints_are_read_as_daphne_writes_them():
+    assert web_server.tcp_endpoint("tcp:port=8000:interface=10.0.0.3") == ("10.0.0.3", 8000)
+    assert web_server.tcp_endpoint("tcp:port=8000") == ("0.0.0.0", 8000)
+    args, extra = web_server.parse(["-e", "tcp:port=8000:interface=127.0.0.1", "--verbosity", "1"])
+    assert args.endpoint == [("127.0.0.1", 8000)] and extra == ["--verbosity", "1"]
