@@ -124,7 +124,8 @@ def latency_judge(
 ) -> LatencyJudge:
     """`mode` "auto": decisive once candidate and baseline each have `min_samples` per-request
     latencies; "on": whenever there is a p-value; "off": never (ratio and margin only). The
-    p99 bootstrap needs fewer (P99_MIN_SAMPLES a side): its spread is its own sample size's."""
+    p99 bootstrap decides from P99_MIN_SAMPLES a side, whatever `min_samples` is: its spread
+    is its own sample size's."""
     decisive = p_value is not None and (
         mode == "on" or (mode == "auto" and min(samples) >= min_samples)
     )
