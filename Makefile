@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 TRITON_BASE_PORT ?= 18000
+# pytest-xdist workers for make test; each is a session of its own (controlplane/settings/test.py)
+TEST_WORKERS ?= 2
 export TRITON_BASE_PORT
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
@@ -15,7 +17,7 @@ demo: migrate
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest --durations=30
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 setup: system $(VENV)/.installed node_modules/.installed
 
