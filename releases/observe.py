@@ -103,11 +103,24 @@ def live_counters(views: dict[str, NodeView]) -> dict[str, dict[str, dict[str, f
     return {name: v.counters for name, v in views.items() if v.live}
 
 
-def counters_now(views: dict[str, NodeView], log: Path | None = None) -> dict:
-    """The reading an interval starts from (releases.interval.reading): now, the router
-    log's size and the live nodes' counters."""
+@dataclass(frozen=True)
+class LogMark:
+    """The clock and the router log's size, taken before the nodes' counters are read."""
+
+    at: float
+    log_offset: int
+
+
+def log_mark(log: Path | None = None) -> LogMark:
     offset = log.stat().st_size if log is not None and log.exists() else 0
-    return interval.reading(at=time.time(), log_offset=offset, nodes=live_counters(views))
+    return LogMark(time.time(), offset)
+
+
+def counters_now(views: dict[str, NodeView], mark: LogMark) -> dict:
+    """The reading an interval starts from (releases.interval.reading): the live nodes'
+    counters in `views`, and the clock and log size of `mark`, taken before they were read:
+    every request Triton counted after its reading is in the router's log after the mark."""
+    return interval.reading(at=mark.at, log_offset=mark.log_offset, nodes=live_counters(views))
 
 
 class RouterInterval:

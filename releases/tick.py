@@ -13,7 +13,6 @@ when it is judged (`releases/interval.py`), the gates (`releases/analysis.py`), 
 
 import copy
 import logging
-import time
 
 from django.db import transaction
 from django.utils import timezone
@@ -53,12 +52,17 @@ def release_tick(*, release_id: int) -> Release | None:
         if release is None or not _tickable(release):
             return release
         before = _snapshot(release)
-        now = time.time()
+        # Where the router's log and the clock stand before the nodes are read: an interval
+        # opened from this tick's counters counts the router's requests from here, so what
+        # the router logged always covers what Triton counted (nothing Triton counted after
+        # its reading falls before the log's mark).
+        mark = observe.log_mark(access_log_path(release.cluster))
         views = observe.nodes_view(release.cluster, release.model.name, release.candidate.version)
-        obs = Observation(now=now, **_observe(release, views), **_judge(release, views, now))
+        judged = _judge(release, views, mark)
+        obs = Observation(now=mark.at, **_observe(release, views), **judged)
         decision = decide(release.spec(), release.state(), obs)
         applied = effects.apply_all(release, decision) if not decision.rejected else []
-        _open_if_moved(release, decision.state, views)
+        _open_if_moved(release, decision.state, views, mark)
         return _save(release, before, decision, obs, applied)
 
 
@@ -153,22 +157,23 @@ def _observe(release: Release, views: dict) -> dict:
 # --- judge --------------------------------------------------------------------------------
 
 
-def _judge(release: Release, views: dict, now: float) -> dict:
+def _judge(release: Release, views: dict, mark: observe.LogMark) -> dict:
     """Open, watch or judge the analysis interval (releases/interval.py says which); the fast
     guard on a watched one, the gates' verdict on a judged one. Updates `release.interval`
     and, with a verdict, `release.last_analysis`."""
+    now = mark.at
     phase = Phase(release.phase)
-    mark = interval.marker(release.step_index, release.candidate_weight)
+    step_mark = interval.marker(release.step_index, release.candidate_weight)
     step = interval.next_step(
         release.interval,
-        mark=mark,
+        mark=step_mark,
         now=now,
         seconds=release.analysis_interval_s,
         judging=phase == Phase.PROGRESSING,
     )
     if step == "open":
         carried = _carried(release, views)
-        release.interval = interval.opened(mark, _reading(release, views), carried)
+        release.interval = interval.opened(step_mark, observe.counters_now(views, mark), carried)
         return {}
     start = release.interval["start"]
     metrics = observe.interval_metrics(release, views, start)
@@ -181,17 +186,17 @@ def _judge(release: Release, views: dict, now: float) -> dict:
     fields = _guard(release, totals, now) if phase in GUARDED else {}
     if step == "judge":
         fields.update(_verdict(release, metrics, now, started=start["at"]))
-        release.interval = interval.opened(mark, _reading(release, views), totals)
+        release.interval = interval.opened(step_mark, observe.counters_now(views, mark), totals)
     return fields
 
 
-def _open_if_moved(release: Release, state, views: dict) -> None:
+def _open_if_moved(release: Release, state, views: dict, mark: observe.LogMark) -> None:
     """The step or weight this tick moved to gets its interval now, so the next tick already
     guards the traffic the router sends at it (opening it then would cost the guard a tick)."""
-    mark = interval.marker(state.step_index, state.candidate_weight)
-    if (release.interval or {}).get("marker") != mark:
+    step_mark = interval.marker(state.step_index, state.candidate_weight)
+    if (release.interval or {}).get("marker") != step_mark:
         carried = _carried(release, views)
-        release.interval = interval.opened(mark, _reading(release, views), carried)
+        release.interval = interval.opened(step_mark, observe.counters_now(views, mark), carried)
 
 
 def _carried(release: Release, views: dict) -> dict:
@@ -203,11 +208,6 @@ def _carried(release: Release, views: dict) -> dict:
     metrics = observe.interval_metrics(release, views, closing["start"])
     seen = {role: metrics[role].worst_counts() for role in ("candidate", "baseline")}
     return interval.totals(closing, seen)
-
-
-def _reading(release: Release, views: dict) -> dict:
-    """The reading a new interval starts from: now, the live counters, the log's size."""
-    return observe.counters_now(views, access_log_path(release.cluster))
 
 
 def _sla(release: Release) -> SLA:
