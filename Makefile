@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 TRITON_BASE_PORT ?= 18000
+# pytest-xdist workers for make test, each a session of its own (docs/DEVELOPING.md); 1: no xdist
+TEST_WORKERS ?= 1
+XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 export TRITON_BASE_PORT
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
@@ -15,7 +18,7 @@ demo: migrate
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest --durations=30
+	$(BIN)/python -m pytest $(XDIST) --durations=30
 
 setup: system $(VENV)/.installed node_modules/.installed
 

@@ -444,10 +444,19 @@ def browser_type_launch_args(browser_type_launch_args):
 def pytest_collection_modifyitems(items):
     """Browser tests run last. pytest-playwright's session keeps an event loop running in the
     main thread from the first browser test on, and a sync test that then calls an async view
-    (the `?wait=` details) through Django's test client would find that loop and fail."""
-    items.sort(
-        key=lambda item: (
-            item.get_closest_marker("browser") is not None
-            or "page" in getattr(item, "fixturenames", ())
+    (the `?wait=` details) through Django's test client would find that loop and fail.
+    `make test` gives each file to one xdist worker whole, so a file that held both kinds
+    would run its browser tests among the rest there: refused."""
+
+    def browser(item) -> bool:
+        return item.get_closest_marker("browser") is not None or "page" in getattr(
+            item, "fixturenames", ()
         )
-    )
+
+    kinds: dict[str, set[bool]] = {}
+    for item in items:
+        kinds.setdefault(item.nodeid.split("::")[0], set()).add(browser(item))
+    mixed = sorted(path for path, seen in kinds.items() if len(seen) > 1)
+    if mixed:
+        raise pytest.UsageError(f"browser tests share a file with others: {', '.join(mixed)}")
+    items.sort(key=browser)

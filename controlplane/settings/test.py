@@ -9,6 +9,28 @@ from controlplane.env import env
 from .base import *  # noqa: F403
 from .base import CACHE_OPTIONS, channel_layer_host
 
+
+def _worker_apart(worker: str) -> None:
+    """`make test` runs the suite in several pytest-xdist workers (PYTEST_XDIST_WORKER gw0,
+    gw1, ...), each a test session of its own: pytest-django gives each its own database,
+    and here each gets its own Redis db (the base db + its number) and Celery queue. Written
+    back to the environment once, so the processes a worker starts inherit them as they are
+    (a test that gives a child a queue of its own keeps it)."""
+    if not worker or os.environ.get("SWITCHYARD_TEST_WORKER") == worker:
+        return
+    number = int(worker.removeprefix("gw"))
+    url = os.environ.get("SWITCHYARD_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+    base, _, db = url.rpartition("/")
+    os.environ["SWITCHYARD_TEST_REDIS_URL"] = f"{base}/{(int(db or 0) + number) % 16}"
+    queue = os.environ.get("SWITCHYARD_CELERY_QUEUE", "switchyard-test")
+    os.environ["SWITCHYARD_CELERY_QUEUE"] = f"{queue}-{worker}"
+    os.environ["SWITCHYARD_TEST_WORKER"] = worker
+
+
+_worker_apart(os.environ.get("PYTEST_XDIST_WORKER", ""))
+# Each worker's own folder under var/test (artifacts, repositories, routers).
+WORKER_DIR = os.environ.get("SWITCHYARD_TEST_WORKER", "")
+
 # Tests use their own Redis database so a running demo's worker never answers them.
 REDIS_URL = env.str("SWITCHYARD_TEST_REDIS_URL", default="redis://127.0.0.1:6379/9")
 CHANNEL_LAYERS = {
@@ -48,7 +70,7 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.MD5PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",
 ]
-SWITCHYARD_VAR_DIR = BASE_DIR / "var" / "test"  # noqa: F405
+SWITCHYARD_VAR_DIR = BASE_DIR / "var" / "test" / WORKER_DIR  # noqa: F405
 # The demo tooling (make demo, demo_traffic, triton_local) is not a product app: only here.
 INSTALLED_APPS = [*INSTALLED_APPS, "demo"]  # noqa: F405
 
@@ -58,7 +80,7 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 SWITCHYARD_STORAGE_ROOT = env.path(
     "SWITCHYARD_STORAGE_ROOT",
-    default=str(BASE_DIR / "var" / "test" / "artifacts"),  # noqa: F405
+    default=str(SWITCHYARD_VAR_DIR / "artifacts"),
 )
 # Every /healthz call checks afresh; the cache's own test sets a window.
 SWITCHYARD_HEALTH_CACHE_S = 0.0

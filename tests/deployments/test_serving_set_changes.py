@@ -26,15 +26,19 @@ from tests.registry.archives import register_risk_score_as
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
 
 
-def _stubs() -> dict[int, str]:
-    """pid -> model.py path of every python backend stub running on this machine."""
+def _stubs(server_pid: int) -> dict[int, str]:
+    """pid -> model.py path of every python backend stub the server `server_pid` started
+    (other servers of the machine, another xdist worker's too, have stubs of their own)."""
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent != server_pid:
             continue
         if argv and argv[0].endswith(b"triton_python_backend_stub") and len(argv) > 1:
             found[int(entry.name)] = argv[1].decode()
@@ -103,15 +107,16 @@ def test_adding_and_retiring_a_version_leaves_the_other_one_running(
     model = model_create(name="keep_running", team="fraud", actor=ada)
     v1 = register_risk_score_as(model, ada, 1)
     v2 = register_risk_score_as(model, ada, 2)
+    server = local.process.pid
     try:
-        before = set(_stubs())
+        before = set(_stubs(server))
         _apply(node, [v1], warm=1, repository=repository)
-        baseline = {pid: path for pid, path in _stubs().items() if pid not in before}
+        baseline = {pid: path for pid, path in _stubs(server).items() if pid not in before}
         assert baseline and all(path.endswith("/1/model.py") for path in baseline.values())
 
         # What a release's LOADING step pushes.
         _apply(node, [v1, v2], warm=2, repository=repository)
-        now = _stubs()
+        now = _stubs(server)
         assert all(_alive(pid) and now.get(pid) == path for pid, path in baseline.items()), (
             "adding the candidate restarted the baseline's stub"
         )
