@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 TRITON_BASE_PORT ?= 18000
 # pytest-xdist workers for make test, each a session of its own (docs/DEVELOPING.md); 1: no xdist
-TEST_WORKERS ?= 1
+TEST_WORKERS ?= 3
 XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 export TRITON_BASE_PORT
 export PATH := $(CURDIR)/$(BIN):$(PATH)

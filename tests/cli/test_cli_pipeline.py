@@ -6,14 +6,17 @@ and nodes, and one token per role. The same live daphne, worker, Triton nodes an
 tests/cli/test_cli_flow.py."""
 
 import json
+import time
 
 import pytest
 from django.contrib.auth.models import Group
 
 from accounts.services import api_token_create
+from integrations.routers.access_log import last_lines, parse_line
 from models_registry.models import Model, Team
 from models_registry.services import team_member_add
 from releases import routing
+from releases.selectors import routed_rate
 from tests.cli.test_cli_flow import (
     RISK_SCORE,
     docs_ci_script,
@@ -24,6 +27,7 @@ from tests.cli.test_cli_flow import (
     stack,  # noqa: F401 - fixture
     switchyard,
 )
+from tests.conftest import wait_for
 from tests.releases.test_release_flow import (
     Traffic,
     _loaded,
@@ -153,6 +157,21 @@ def test_a_pipeline_reruns_reads_its_cluster_and_never_waits_for_a_person(stack)
     _unload(world, Model.objects.get(name="risk_score"))
 
 
+def _router_log_seen(world) -> dict:
+    """What the router's access log held, and the rate read from it (for a failure)."""
+    log = routing.access_log_path(world["cluster"])
+    lines, whole = last_lines(log, 1 << 24) if log is not None else ([], True)
+    parsed = [e for e in map(parse_line, lines[:10]) if e is not None]
+    return {
+        "log": str(log),
+        "lines": len(lines),
+        "first_lines": lines[:3],
+        "first_ts": parsed[0].ts if parsed else None,
+        "now": time.time(),
+        "rate": routed_rate(cluster=world["cluster"], model="risk_score"),
+    }
+
+
 def test_the_docs_ci_script_at_low_traffic_warns_pauses_rolls_back_and_reruns(stack, make_user):  # noqa: F811
     """docs/CLI.md's script, nothing else, against the real stack with ~10 req/s through
     the router: a good build is promoted (the missing SLA warned about at upload and start),
@@ -186,6 +205,14 @@ def test_the_docs_ci_script_at_low_traffic_warns_pauses_rolls_back_and_reruns(st
             assert "registered risk_score:2" in again.stdout
             assert "risk_score:2 already serves on canary" in again.stdout
 
+            # The rate is read from the router's log once it covers 10 s (releases/selectors.py
+            # routed_rate); on a fast machine b2's release can finish sooner after the traffic
+            # began.
+            wait_for(
+                lambda: routed_rate(cluster=world["cluster"], model="risk_score"),
+                timeout_s=60,
+                what="10 s of traffic in the router's log",
+            )
             thin = '--interval 2 --analysis {"min_requests":50,"max_inconclusive_checks":1}'
             done = run_ci_script(
                 world,
@@ -197,7 +224,10 @@ def test_the_docs_ci_script_at_low_traffic_warns_pauses_rolls_back_and_reruns(st
                 RELEASE_ARGS=thin,
             )
             assert done.returncode == 4, (done.stdout, done.stderr)
-            assert "warning: Too little traffic to judge the first step" in done.stderr
+            assert "warning: Too little traffic to judge the first step" in done.stderr, (
+                done.stderr.splitlines(),
+                _router_log_seen(world),
+            )
             assert "It needs at least 250.00 req/s through the router" in done.stderr
             assert "release waits for a resume or a rollback (paused: " in done.stdout
             paused = json.loads((world["tmp"] / "b3" / "release.json").read_text())
