@@ -160,7 +160,7 @@ def test_a_pipeline_reruns_reads_its_cluster_and_never_waits_for_a_person(stack)
 def _router_log_seen(world) -> dict:
     """What the router's access log held, and the rate read from it (for a failure)."""
     log = routing.access_log_path(world["cluster"])
-    lines, whole = last_lines(log, 1 << 24) if log is not None else ([], True)
+    lines, _whole = last_lines(log, 1 << 24) if log is not None else ([], True)
     parsed = [e for e in map(parse_line, lines[:10]) if e is not None]
     return {
         "log": str(log),
