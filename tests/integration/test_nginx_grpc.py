@@ -16,6 +16,7 @@ from integrations.routers.access_log import last_lines, router_counts
 from integrations.routers.nginx import NginxRouter
 from integrations.triton.local import free_ports
 from releases.unrouted import UnroutedMeasure
+from tests.conftest import wait_for
 from tests.integration.test_nginx_router import risk_pair  # noqa: F401 - the `model` fixture
 
 pytestmark = pytest.mark.triton
@@ -113,8 +114,20 @@ def test_grpc_through_the_router_reaches_triton_unsplit_and_is_logged(
     # gRPC is not split: Triton answered every call with its highest READY version.
     assert set(versions) == {"2"}
     assert triton_requests(nodes, model) - before == 13
-    lines, _ = last_lines(router.access_log_path, 1 << 20)
-    counts = router_counts(lines)
+
+    # nginx writes a request's access-log line after it has sent the response, so the
+    # client can read its answer before the line is there: wait for all 13 lines.
+    def logged():
+        lines, _ = last_lines(router.access_log_path, 1 << 20)
+        counts = router_counts(lines)
+        return counts if counts.grpc + sum(counts.split.values()) >= 13 else None
+
+    counts = wait_for(
+        logged,
+        timeout_s=30,
+        what="13 inference lines in the router log",
+        log=router.access_log_path,
+    )
     assert counts.grpc == 12
     assert counts.split == {model: 1}
     # Seen from the split, 12 of those 13 requests went around it.
