@@ -20,6 +20,7 @@ from integrations.triton.errors import PermanentTritonError, TransientTritonErro
 from integrations.triton.inputs import generate_inputs
 from integrations.triton.local import free_ports
 from integrations.triton.probe import ModelProbe, probe_model
+from tests.conftest import wait_for
 from tests.exampledata import EXAMPLES, example_config_json, example_files
 from tests.nodes import keyed_client
 
@@ -227,9 +228,23 @@ def test_probe_reads_readiness_loaded_versions_and_metrics_of_one_model(client, 
     try:
         client.wait_ready(name, ["1", "2"], timeout_s=10)
         client.infer(name, generate_inputs(client.model_config(name)), version=1)
-        seen = probe_model(node.http_url, name, 2, metrics_url=node.metrics_url)
+        counted = f'nv_inference_request_success{{model="{name}",version="1"}} 1'
+        probes = []
+
+        def probe_counted():
+            # Triton counts a request when the backend releases it, which can be just after
+            # the client has its answer: read again until the count shows
+            probes.append(probe_model(node.http_url, name, 2, metrics_url=node.metrics_url))
+            return counted in (probes[-1].metrics or "")
+
+        try:
+            wait_for(probe_counted, timeout_s=30, what="the request counted")
+        except RuntimeError:
+            text = probes[-1].metrics or ""
+            lines = [ln for ln in text.splitlines() if "request_success" in ln]
+            pytest.fail(f"{counted!r} never read; the last probe's success lines: {lines}")
+        seen = probes[-1]
         assert seen.ready and seen.loaded == {"1", "2"}
-        assert f'nv_inference_request_success{{model="{name}",version="1"}} 1' in seen.metrics
         assert not probe_model(node.http_url, name, 3).ready
         assert probe_model(node.http_url, "risk", 1).loaded == frozenset()  # a name's prefix
     finally:
