@@ -7,17 +7,20 @@ clusters of 3 nodes, 5,000 releases with 20 events each (100,000), 2,000 deploym
 2,000 benchmark runs, 500 alerts, and a year of cost rollups (a day row per model, node and
 cluster sum for 365 days, hour rows for the last 2 days, the nodes' idle time).
 
-The web is served as production serves it: daphne on controlplane.asgi:application with
-controlplane.settings.prod and a pool of 10 connections (deploy/containers/switchyard.sh's
-web kind), the settings module swapped only for bench/api_scale_settings.py, which adds
+The web is served as production serves it: the web command (controlplane/web_server.py: one
+daphne process per core on controlplane.asgi:application) with controlplane.settings.prod and
+a pool of 10 connections per process (deploy/containers/switchyard.sh's web kind; set
+SWITCHYARD_WEB_PROCESSES to try another count), the settings module swapped only for
+bench/api_scale_settings.py, which adds
 bare DRF list views of the models and versions tables (bench/api_scale_urls.py) served by
 that same server.
 
 Then 10 clients, each with one keep-alive connection and an API token, request the main
 read endpoints in turn for 60 s (the bare views among them, so both see the same load).
 Prints per endpoint: requests, errors, p50 and p99 in ms and p99 against the bare view of
-the same kind; the requests per second of all; the web's CPU and the clients' own (they run
-on the same cores); the schema's time apart (one client, after the load: it is large).
+the same kind; the requests per second of all; the web's CPU (every process) and the
+clients' own (they run on the same cores); the schema's time apart (one client, after the
+load: it is large).
 
 Goals (2 cores): p99 <= 100 ms per endpoint, >= 300 req/s, and the product's lists within
 1.5x the bare view's p99.
@@ -52,7 +55,7 @@ DEPLOYMENTS, BENCHMARKS, ALERTS = 2_000, 2_000, 500
 DAYS, HOURS = 365, 48
 WEB_POOL = "10"
 sys.path.insert(0, str(ROOT))
-from bench.common import DB_SERVER, throwaway_database, wait_until  # noqa: E402
+from bench.common import DB_SERVER, cpu_seconds, throwaway_database, wait_until  # noqa: E402
 
 
 def _environment(work: Path) -> None:
@@ -423,14 +426,9 @@ def report(run: dict, names: dict, web_cpu_s: float, client_cpu_s: float, schema
           f"p50 {_pct(schema, 0.5):.0f} ms, max {max(schema) * 1000:.0f} ms")  # fmt: skip
 
 
-def _cpu_s(pid: int) -> float:
-    """utime + stime of a process and its children that ended (/proc, clock ticks)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
 def _web(work: Path, port: int) -> subprocess.Popen:
-    """The production web command (deploy/containers/switchyard.sh's web kind)."""
+    """The production web command (deploy/containers/switchyard.sh's web kind): one daphne
+    process per core unless SWITCHYARD_WEB_PROCESSES says otherwise."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "bench.api_scale_settings",
@@ -440,10 +438,10 @@ def _web(work: Path, port: int) -> subprocess.Popen:
         "SWITCHYARD_DATABASE_POOL_SIZE": WEB_POOL,
         "SWITCHYARD_LOG_LEVEL": "WARNING",
     }
-    args = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    args = [sys.executable, "-m", "controlplane.web_server", "-b", "127.0.0.1", "-p", str(port)]
     log = open(work / "web.log", "ab")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
-        [*args, "controlplane.asgi:application"],
+        args,
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -508,9 +506,9 @@ def main() -> None:
         port = _free_port()
         web = _web(work, port)
         wait_until(lambda: _answers(port, names["token"]), 120, "the web to answer")
-        web_before, client_before = _cpu_s(web.pid), resource.getrusage(resource.RUSAGE_SELF)
+        web_before, client_before = cpu_seconds([web.pid]), resource.getrusage(resource.RUSAGE_SELF)
         run = load(port, names, args.clients, args.seconds)
-        web_cpu = _cpu_s(web.pid) - web_before
+        web_cpu = cpu_seconds([web.pid]) - web_before
         after = resource.getrusage(resource.RUSAGE_SELF)
         client_cpu = (after.ru_utime - client_before.ru_utime) + (
             after.ru_stime - client_before.ru_stime

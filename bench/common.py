@@ -8,6 +8,7 @@ throwaway database in its own.
 """
 
 import os
+from pathlib import Path
 
 BENCH_QUEUE = "switchyard-bench"
 
@@ -75,3 +76,28 @@ def bench_redis(db: int):
     import redis
 
     return redis.Redis.from_url(f"redis://127.0.0.1:6379/{db}")
+
+
+def cpu_seconds(root_pids: list[int]) -> float:
+    """User + system CPU seconds of these processes and all their living descendants, now
+    (read from /proc)."""
+    parent, cpu = {}, {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    roots, total = set(root_pids), 0.0
+    for pid, seconds in cpu.items():
+        p = pid
+        while p > 1:
+            if p in roots:
+                total += seconds
+                break
+            p = parent.get(p, 0)
+    return total

@@ -54,6 +54,7 @@ from bench.common import (  # noqa: E402
     DB_SERVER,
     bench_node_key,
     bench_redis,
+    cpu_seconds,
     throwaway_database,
     wait_until,
 )
@@ -149,30 +150,6 @@ def _answers(url: str) -> bool:
             return response.status == 200
     except OSError:
         return False
-
-
-def _cpu_seconds(root_pids: list[int]) -> float:
-    """User + system CPU seconds of these processes and all their descendants, now."""
-    parent, cpu = {}, {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(entry)] = int(fields[1])
-        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
-    roots, total = set(root_pids), 0.0
-    for pid, seconds in cpu.items():
-        p = pid
-        while p > 1:
-            if p in roots:
-                total += seconds
-                break
-            p = parent.get(p, 0)
-    return total
 
 
 # ---------------------------------------------------------------- the users (own process)
@@ -587,8 +564,8 @@ def _pool_lines(base: str) -> list[str]:
 
 
 def _cpu(procs: dict, fleet) -> dict[str, float]:
-    out = {name: _cpu_seconds([p.pid]) for name, p in procs.items()}
-    out["triton"] = _cpu_seconds([n.process.pid for n in fleet.nodes])
+    out = {name: cpu_seconds([p.pid]) for name, p in procs.items()}
+    out["triton"] = cpu_seconds([n.process.pid for n in fleet.nodes])
     return out
 
 
