@@ -38,7 +38,12 @@ SECRET = uuid.uuid4().hex  # the webhooks' signing key for this run
 
 def start_worker(database: str, queue: str, log: Path) -> subprocess.Popen:
     url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + database
-    env = {**os.environ, "DATABASE_URL": url, "CELERY_QUEUE": queue, "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "SWITCHYARD_CELERY_QUEUE": queue,  # its deliveries queue on its own fleet lane
+        "PYTHONUNBUFFERED": "1",
+    }
     args = [sys.executable, "-m", "celery", "-A", "controlplane", "worker", "-Q", queue]
     args += ["--concurrency=2", "--without-gossip", "--without-mingle", "-n", f"{queue}@bench"]
     with open(log, "wb") as out:

@@ -188,13 +188,19 @@ def _config_diff(previous, current) -> list[tuple[str, str]]:
     return [(kinds.get(line[:1], "ctx"), line) for line in lines]
 
 
+def _version_or_404(model, version: int):
+    found = selectors.model_version_get(model=model, version=version)
+    if found is None:
+        raise Http404(f"Model '{model.name}' has no version {version}.")
+    return found
+
+
 @login_required
 def version_detail(request, name, version):
     model = _model_or_404(name)
-    found = selectors.model_version_get(model=model, version=version)
-    if found is None:
-        raise Http404(f"Model '{name}' has no version {version}.")
-    previous = selectors.model_version_previous(version=found)
+    found = _version_or_404(model, version)
+    # A derived version is compared with its source, any other with the version before it.
+    previous = found.derived_from or selectors.model_version_previous(version=found)
     context = {
         "model": model,
         "version": found,
@@ -205,9 +211,52 @@ def version_detail(request, name, version):
         "previous": previous,
         "diff": _config_diff(previous, found),
         "max_batch_size": int(found.config_json.get("max_batch_size", 0)),
+        "can_write": _can_write(request.user, model),
         **benchmark_context(request.user, found),
     }
     return render(request, "console/models/version.html", context)
+
+
+class DeriveForm(forms.Form):
+    config_text = forms.CharField(
+        label="config.pbtxt", widget=forms.Textarea, strip=False, max_length=1024 * 1024
+    )
+    label = forms.CharField(required=False, max_length=100)
+    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+@login_required
+def version_derive(request, name, version):
+    """The config editor: a new version with this version's files and the edited config,
+    checked by the registry as an upload is (errors shown with their lines)."""
+    model = _model_or_404(name)
+    _require_writer(request.user, model)
+    source = _version_or_404(model, version)
+    errors: list[dict] = []
+    if request.method == "POST":
+        form = DeriveForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                derived = services.model_version_derive(
+                    source=source,
+                    actor=request.user,
+                    config_text=data["config_text"].replace("\r\n", "\n"),  # as browsers send
+                    provenance=services.Provenance(label=data["label"], notes=data["notes"]),
+                )
+            except RegistryError as exc:
+                errors = exc.errors or [{"message": exc.message}]
+            else:
+                messages.success(
+                    request,
+                    f"Version {derived.version} registered from v{source.version}'s files "
+                    "with the edited config; its smoke test runs next.",
+                )
+                return redirect("console:model-version", name=name, version=derived.version)
+    else:
+        form = DeriveForm(initial={"config_text": source.config_text})
+    context = {"model": model, "source": source, "form": form, "errors": errors}
+    return render(request, "console/models/derive.html", context, status=400 if errors else 200)
 
 
 @login_required

@@ -43,6 +43,11 @@ urlpatterns = [
         registry_views.version_detail,
         name="model-version",
     ),
+    path(
+        "models/<str:name>/versions/<int:version>/derive/",
+        registry_views.version_derive,
+        name="model-version-derive",
+    ),
     path("clusters/", cluster_views.cluster_list, name="cluster-list"),
     path("deployments/", list_views.deployment_list, name="deployment-list"),
     path("benchmarks/", list_views.benchmark_list, name="benchmark-list"),

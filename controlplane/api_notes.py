@@ -49,6 +49,9 @@ OPERATION_NOTES = {
     "DELETE /api/v1/models/{name}/versions/{version}/": "Delete a version; 409 while it serves.",
     "GET /api/v1/models/{name}/versions/{version}/archive/": "The version's stored files as "
     ".tar.gz.",
+    "POST /api/v1/models/{name}/versions/{version}/derive/": "The next version with this "
+    "version's files and a changed config (`config_text`, or `config_patch` of top-level "
+    "fields), checked as an upload; 409 when Triton reads it as the source's config.",
     "PUT /api/v1/models/{name}/aliases/{alias}/": "Point an alias at a version; moving "
     "`production` answers 409 while a release runs.",
     # Clusters and deployments

@@ -10,7 +10,7 @@ from drf_spectacular.utils import (
     extend_schema_field,
 )
 from rest_framework import serializers, status
-from rest_framework.parsers import MultiPartParser
+from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -267,6 +267,12 @@ class VersionSummarySerializer(serializers.Serializer):
     validation = serializers.JSONField()
     size_bytes = serializers.IntegerField()
     aliases = serializers.SerializerMethodField()
+    derived_from = serializers.IntegerField(
+        source="derived_from.version",
+        default=None,
+        allow_null=True,
+        help_text="The version whose files this one shares with a changed config (derive).",
+    )
     created_by = serializers.CharField(source="created_by.username", default=None, allow_null=True)
     created_at = serializers.DateTimeField()
 
@@ -380,6 +386,78 @@ class VersionListCreateApi(APIView):
         finally:
             archive.close()
         return Response(VersionUploadedSerializer(version).data, status=status.HTTP_201_CREATED)
+
+
+class VersionDeriveApi(APIView):
+    """POST /api/v1/models/{name}/versions/{version}/derive/: the model's next version with
+    this version's files and a changed config (the whole `config_text`, or `config_patch`:
+    top-level ModelConfig fields replacing the source's, null removing one), checked as an
+    upload is. 409 when Triton would read the config as the source's, or when it is another
+    version's config (that version is named)."""
+
+    permission_classes = [AlgorithmWrites]
+    parser_classes = [JSONParser]
+
+    class InputSerializer(inputs.InputSerializer):
+        config_text = serializers.CharField(
+            required=False,
+            max_length=1024 * 1024,
+            trim_whitespace=False,
+            help_text="The new config.pbtxt, whole (its name must stay the model's).",
+        )
+        config_patch = serializers.DictField(
+            required=False,
+            allow_empty=False,
+            help_text="Top-level ModelConfig fields as protobuf JSON, each replacing the "
+            'source\'s whole (null removes it): {"dynamic_batching": '
+            '{"max_queue_delay_microseconds": 2000}, "instance_group": [{"count": 2, '
+            '"kind": "KIND_CPU"}]}.',
+        )
+        label = serializers.CharField(required=False, allow_blank=True, max_length=100)
+        notes = serializers.CharField(required=False, allow_blank=True)
+        source_commit = serializers.CharField(required=False, allow_blank=True, max_length=100)
+
+        def validate(self, attrs):
+            if ("config_text" in attrs) == ("config_patch" in attrs):
+                raise serializers.ValidationError(
+                    {"config_text": "Give either config_text or config_patch."}
+                )
+            return attrs
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            201: VersionUploadedSerializer,
+            409: OpenApiResponse(
+                ErrorsSerializer,
+                description="The config is the source's as Triton reads it, or another "
+                "version's (named).",
+            ),
+        },
+    )
+    def post(self, request, name, version):
+        model = _model_or_404(name)
+        source = selectors.model_version_get(model=model, version=version)
+        if source is None:
+            raise Http404(f"Model '{name}' has no version {version}.")
+        services.team_write_check(
+            actor=request.user, team=model.team, what=f"Deriving a version of '{name}'"
+        )
+        return self._derive(request, source)
+
+    @idempotent
+    def _derive(self, request, source):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        derived = services.model_version_derive(
+            source=source,
+            actor=request.user,
+            config_text=fields.pop("config_text", None),
+            config_patch=fields.pop("config_patch", None),
+            provenance=Provenance(**fields),
+        )
+        return Response(VersionUploadedSerializer(derived).data, status=status.HTTP_201_CREATED)
 
 
 class VersionDetailApi(APIView):

@@ -101,6 +101,10 @@ class ModelVersion(models.Model):
     source_commit = models.CharField(max_length=100, blank=True)
     training_run_url = models.URLField(max_length=500, blank=True)
     notes = models.TextField(blank=True)
+    # A version made from another's files with a changed config (model_version_derive).
+    derived_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="derived"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

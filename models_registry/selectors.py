@@ -65,7 +65,7 @@ def model_versions(*, model: Model) -> QuerySet[ModelVersion]:
     """A model's versions, newest first, with who made them and their aliases."""
     return (
         ModelVersion.objects.filter(model=model)
-        .select_related("created_by", "model")
+        .select_related("created_by", "model", "derived_from")
         .prefetch_related("aliases")
         .order_by("-version")
     )
@@ -73,7 +73,7 @@ def model_versions(*, model: Model) -> QuerySet[ModelVersion]:
 
 def model_version_get(*, model: Model, version: int) -> ModelVersion | None:
     return (
-        ModelVersion.objects.select_related("model", "created_by")
+        ModelVersion.objects.select_related("model", "created_by", "derived_from")
         .prefetch_related("aliases")
         .filter(model=model, version=version)
         .first()

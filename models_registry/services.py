@@ -1,5 +1,6 @@
 """Writes to the registry. Each is one transaction and records an audit event."""
 
+import io
 import shutil
 import time
 from dataclasses import dataclass
@@ -13,11 +14,27 @@ from django.db import IntegrityError, transaction
 from accounts.errors import ApplicationError
 from audit.services import audit_record
 from integrations.triton.model_config import ConfigReport, config_to_dict, validate_model_config
+from integrations.triton.model_config.patch import PatchError, config_patched
 from models_registry import selectors
-from models_registry.archive import ArchiveLimits, ArchiveRefused, extract_upload
+from models_registry.archive import (
+    CONFIG_NAME,
+    MAX_CONFIG_BYTES,
+    ArchiveLimits,
+    ArchiveRefused,
+    ExtractedUpload,
+    extract_upload,
+)
 from models_registry.models import Alias, AliasMove, Model, ModelVersion, Team
 from models_registry.signals import protected_change, version_registered
-from models_registry.storage import blob_remove, manifest_digest, staging_folders, stored_blobs
+from models_registry.storage import (
+    StagedFile,
+    Staging,
+    blob_path,
+    blob_remove,
+    manifest_digest,
+    staging_folders,
+    stored_blobs,
+)
 from models_registry.untrusted import allowed_backends, custom_backends, upload_code_issues
 
 
@@ -248,26 +265,143 @@ def model_version_register(
         raise RegistryError(exc.message, errors=[_archive_error(exc)]) from None
     try:
         report = _upload_checked(model, upload)
-        manifest = [
-            {"role": f.role, "path": f.path, "size": f.size, "sha256": f.sha256}
-            for f in sorted(upload.all_files, key=lambda f: (f.role, f.path))
-        ]
-        created = upload.staging.commit(upload.all_files)
+        return _stored_version(
+            model=model,
+            actor=actor,
+            provenance=provenance,
+            refuse_duplicate=refuse_duplicate,
+            upload=upload,
+            report=report,
+        )
+    finally:
+        upload.staging.discard()
+
+
+def _stored_version(*, model, actor, provenance, refuse_duplicate, upload, report, **extra):
+    """The checked upload's files moved into the blob store and its version row saved; the
+    blobs this call created are removed again if the row is not."""
+    manifest = [
+        {"role": f.role, "path": f.path, "size": f.size, "sha256": f.sha256}
+        for f in sorted(upload.all_files, key=lambda f: (f.role, f.path))
+    ]
+    created = upload.staging.commit(upload.all_files)
+    try:
+        return _version_save(
+            model=model,
+            actor=actor,
+            provenance=provenance,
+            refuse_duplicate=refuse_duplicate,
+            upload=upload,
+            report=report,
+            manifest=manifest,
+            **extra,
+        )
+    except BaseException:
+        blob_remove(created)
+        raise
+
+
+def model_version_derive(
+    *,
+    source: ModelVersion,
+    actor,
+    config_text: str | None = None,
+    config_patch: dict[str, Any] | None = None,
+    provenance: Provenance = Provenance(),
+) -> ModelVersion:
+    """Register the model's next version with `source`'s files and a changed config: the
+    whole new `config_text`, or `config_patch` (top-level fields replacing the source's,
+    integrations/triton/model_config/patch.py). Checked as an upload is (Triton's schema,
+    backends, the python model file); the files are the stored blobs, never copied. A config
+    that Triton reads as the source's (only layout or comments differ) is refused with 409,
+    and so is one equal to another version's config (that version named). Members of the
+    model's team only; audited as a registration naming its source."""
+    model = source.model
+    team_write_check(
+        actor=actor, team=model.team, what=f"Deriving a version of model '{model.name}'"
+    )
+    field = "config_text" if config_patch is None else "config_patch"
+    text = _derived_config_text(source, config_text, config_patch)
+    files, encoded = _stored_files(source), text.encode()
+    staging = Staging()
+    try:
+        upload = ExtractedUpload(
+            config_text=text,
+            config=staging.write(
+                io.BytesIO(encoded), path=CONFIG_NAME, role="config", max_bytes=len(encoded)
+            ),
+            files=files,  # already in the blob store: commit only touches them
+            source_version_folder=source.validation.get("source_version_folder"),
+            staging=staging,
+        )
+        report = _upload_checked(model, upload)
+        if config_to_dict(report.config) == source.config_json:
+            raise RegistryError(
+                f"The config is version {source.version}'s as Triton reads it (only layout or "
+                "comments differ): change a field to make a new version.",
+                field=field,
+                status=409,
+            )
         try:
-            return _version_save(
+            return _stored_version(
                 model=model,
                 actor=actor,
                 provenance=provenance,
-                refuse_duplicate=refuse_duplicate,
+                refuse_duplicate=True,
                 upload=upload,
                 report=report,
-                manifest=manifest,
+                derived_from=source,
             )
-        except BaseException:
-            blob_remove(created)
-            raise
+        except DuplicateVersion as exc:
+            found = exc.version
+            message = (
+                f"These files with this config are already version {found.version} "
+                f"('{found.label}') of {model.name}."
+            )
+            raise RegistryError(message, field=field, status=409) from None
     finally:
-        upload.staging.discard()
+        staging.discard()
+
+
+def _derived_config_text(
+    source: ModelVersion, config_text: str | None, config_patch: dict[str, Any] | None
+) -> str:
+    """The new config's text: given whole, or the source's with the patch applied."""
+    if (config_text is None) == (config_patch is None):
+        raise RegistryError("Give either config_text or config_patch.", field="config_text")
+    if config_patch is not None:
+        try:
+            config_text = config_patched(source.config_text, config_patch)
+        except PatchError as exc:
+            raise RegistryError(str(exc), field="config_patch") from None
+    if len(config_text.encode()) > MAX_CONFIG_BYTES:
+        raise RegistryError("config.pbtxt is larger than 1 MiB", field="config_text")
+    return config_text
+
+
+def _stored_files(version: ModelVersion) -> list[StagedFile]:
+    """The version's files (not its config) as the blobs that hold them; 409 when a blob is
+    gone from storage (nothing can be made of a version whose files are lost)."""
+    out = []
+    for entry in version.manifest:
+        if entry["role"] == "config":
+            continue
+        stored = blob_path(entry["sha256"])
+        if not stored.is_file():
+            raise RegistryError(
+                f"{entry['path']} of version {version.version} is missing from storage.",
+                status=409,
+            )
+        out.append(
+            StagedFile(
+                path=entry["path"],
+                role=entry["role"],
+                size=entry["size"],
+                sha256=entry["sha256"],
+                staged_at=stored,
+            )
+        )
+    return out
 
 
 def _upload_checked(model: Model, upload) -> ConfigReport:
@@ -307,7 +441,7 @@ def _archive_error(exc: ArchiveRefused) -> dict:
 
 
 def _version_save(
-    *, model, actor, provenance, refuse_duplicate, upload, report, manifest
+    *, model, actor, provenance, refuse_duplicate, upload, report, manifest, derived_from=None
 ) -> ModelVersion:
     with transaction.atomic():
         locked = Model.objects.select_for_update().get(pk=model.pk)
@@ -337,15 +471,21 @@ def _version_save(
             source_commit=provenance.source_commit,
             training_run_url=provenance.training_run_url,
             notes=provenance.notes,
+            derived_from=derived_from,
             created_by=actor,
         )
-        _full_clean(version, validate_unique=False, exclude=["created_by", "model"])
+        _full_clean(version, validate_unique=False, exclude=["created_by", "model", "derived_from"])
         version.save()
         audit_record(
             actor=actor,
             action="model_version.registered",
             obj=version,
-            details={"digest": version.digest, "label": label, "warnings": len(report.warnings)},
+            details={
+                "digest": version.digest,
+                "label": label,
+                "warnings": len(report.warnings),
+                **({"derived_from": derived_from.version} if derived_from else {}),
+            },
         )
         transaction.on_commit(
             lambda: version_registered.send(sender=ModelVersion, version_id=version.pk)

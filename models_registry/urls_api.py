@@ -23,6 +23,11 @@ urlpatterns = [
         name="api-model-version",
     ),
     path(
+        "models/<str:name>/versions/<int:version>/derive/",
+        apis.VersionDeriveApi.as_view(),
+        name="api-model-version-derive",
+    ),
+    path(
         "models/<str:name>/versions/<int:version>/archive/",
         apis.VersionArchiveApi.as_view(),
         name="api-model-version-archive",

@@ -3,6 +3,7 @@
 Exit codes: 0 succeeded, 1 failed or rolled back, 2 usage or API error, 3 timed out."""
 
 import io
+import json
 import tarfile
 from pathlib import Path
 
@@ -190,6 +191,49 @@ def version_wait(target, timeout, output):
     name, number = target
     path = f"{API}/models/{name}/versions/{number}/"
     finish(client(), "version", path, {}, {"wait": True, "timeout": timeout, "output": output})
+
+
+@version.command("derive")
+@click.argument("target", type=MODEL_VERSION)
+@click.option(
+    "--patch",
+    "patch",
+    default=None,
+    help="Top-level config fields as JSON, each replacing the source's "
+    "('{\"max_batch_size\": 32}').",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A whole new config.pbtxt.",
+)
+@click.option("--label", default=None, help="The new version's label (default v<number>).")
+@click.option("--notes", default=None)
+@wait_options
+@output_option
+@api_command
+def version_derive(target, patch, config_file, label, notes, **opts):
+    """A new version of MODEL with VERSION's files and a changed config (checked by the
+    server as an upload is; exit 2 when refused)."""
+    if (patch is None) == (config_file is None):
+        raise click.UsageError("give either --patch or --config")
+    api, (name, number) = client(), target
+    body: dict = {"label": label, "notes": notes}
+    if patch is not None:
+        try:
+            body["config_patch"] = json.loads(patch)
+        except ValueError as exc:
+            raise click.UsageError(f"--patch is not JSON: {exc}") from None
+    else:
+        body["config_text"] = config_file.read_text(encoding="utf-8")
+    body = {k: v for k, v in body.items() if v is not None}
+    path = f"{API}/models/{name}/versions/{number}/derive/"
+    key = idempotency_key(path, {"model": name, "version": f"{number}-{label or ''}"})
+    created = api.request("POST", path, body=body, headers={"Idempotency-Key": key})
+    created.setdefault("id", f"{name}:{created.get('version')}")
+    finish(api, "version", f"{API}/models/{name}/versions/{created.get('version')}/", created, opts)
 
 
 @cli.group()

@@ -68,3 +68,56 @@ def test_refused_upload_shows_the_file_and_line(live_server, page, make_user, se
     errors = page.wait_for_selector("[data-testid=upload-errors]", timeout=20000)
     assert "config.pbtxt, line 5" in errors.inner_text()
     assert "max_queue" in errors.inner_text()
+
+
+def test_the_config_editor_makes_a_derived_version_and_shows_refusals_by_line(
+    live_server, page, make_user, settings, tmp_path
+):
+    import io
+
+    from models_registry.models import ModelVersion
+    from models_registry.services import model_version_register
+
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    ada = make_user("ada", role="algorithm")
+    make_user("mia", role="managers")
+    team_create(name="fraud", actor=ada)
+    model = model_create(name="risk_score", team="fraud", actor=ada)
+    archive = io.BytesIO(tar_gz(example_entries("risk_score", 1)))
+    model_version_register(model=model, archive=archive, actor=ada)
+
+    _sign_in(page, live_server.url, "ada")
+    page.goto(f"{live_server.url}/models/risk_score/versions/1/")
+    page.click("text=Edit config as a new version")
+    editor = page.locator("#id_config_text")
+    text = editor.input_value()
+    assert 'name: "risk_score"' in text
+    # A typo first: refused with its line, nothing registered, the edit kept.
+    editor.fill(text.replace("max_batch_size: 64", "max_batch_size: 64\nmax_queue: 3"))
+    page.click("text=Check and register")
+    errors = page.wait_for_selector("[data-testid=derive-errors]")
+    assert "line 5" in errors.inner_text() and "max_queue" in errors.inner_text()
+    assert "max_queue: 3" in editor.input_value()
+    assert ModelVersion.objects.count() == 1
+
+    tuned = text.replace("max_queue_delay_microseconds: 500", "max_queue_delay_microseconds: 2500")
+    editor.fill(tuned)
+    page.fill("#id_label", "queue-2500")
+    page.click("text=Check and register")
+    page.wait_for_selector("[data-testid=derived-from]")
+    assert "risk_score v2" in page.inner_text("h1")
+    assert "v1" in page.inner_text("[data-testid=derived-from]")
+    diff = page.inner_text("[data-testid=config-diff]")
+    assert "-  max_queue_delay_microseconds: 500" in diff
+    assert "+  max_queue_delay_microseconds: 2500" in diff
+    derived = ModelVersion.objects.get(version=2)
+    assert derived.label == "queue-2500" and derived.derived_from.version == 1
+    assert derived.config_text == tuned  # the editor's text as written, comments kept
+
+    # Someone outside the model's team never sees the editor.
+    page.context.clear_cookies()
+    _sign_in(page, live_server.url, "mia")
+    page.goto(f"{live_server.url}/models/risk_score/versions/2/")
+    assert page.locator("text=Edit config as a new version").count() == 0
+    refused = page.goto(f"{live_server.url}/models/risk_score/versions/2/derive/")
+    assert refused.status == 403

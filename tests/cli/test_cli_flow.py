@@ -16,7 +16,7 @@ import pytest
 
 from deployments.services import cluster_create, node_create
 from integrations.triton.local import free_ports, start_cluster
-from models_registry.models import Model
+from models_registry.models import Model, ModelVersion
 from releases import routing
 from tests.conftest import ROOT, child_environment, start_celery_worker, stop_process, wait_for
 from tests.exampledata import EXAMPLES
@@ -341,3 +341,40 @@ def test_upload_shows_a_progress_bar_on_a_terminal_only(stack):
     # the server may refuse it with 409 naming version 1, or register it as version 2.)
     assert "uploading" not in err and "\x1b[" not in out + err, (out, err)
     assert (code, out.strip()) in {(0, "version risk_score:2: registered"), (2, "")}, (out, err)
+
+
+def test_a_version_derived_with_a_config_patch_passes_its_smoke_test_on_triton(stack):
+    world = stack
+    login(world, "ada")
+    first = register(world, 1, "base", "--team", "fraud")
+    patch = {"dynamic_batching": {"max_queue_delay_microseconds": 3000}}
+    code, out, err = switchyard(
+        world,
+        *["version", "derive", f"risk_score:{first['version']}", "--patch", json.dumps(patch)],
+        *["--label", "slow-batching", "--wait", "--timeout", "120", "-o", "json"],
+        user="ada",
+    )
+    assert code == 0, (out, err)
+    derived = json.loads(out)
+    assert derived["cli_outcome"] == "succeeded" and derived["label"] == "slow-batching"
+    assert derived["derived_from"] == first["version"]
+    # The smoke test loaded the derived config on the smoke node (the worker's real path).
+    assert derived["validation"]["smoke"]["passed"] is True, derived["validation"]
+    stored = ModelVersion.objects.get(model__name="risk_score", version=derived["version"])
+    assert stored.config_json["dynamic_batching"]["max_queue_delay_microseconds"] == "3000"
+
+    config = world["tmp"] / "config.pbtxt"
+    too_big = "preferred_batch_size: 128"  # above max_batch_size: Triton's rules refuse it
+    config.write_text(stored.config_text.replace("max_queue_delay_microseconds: 3000", too_big))
+    code, out, err = switchyard(
+        world,
+        "version",
+        "derive",
+        f"risk_score:{derived['version']}",
+        "--config",
+        str(config),
+        user="ada",
+    )
+    assert code == 2 and "HTTP 400" in err and "preferred_batch_size 128" in err, (out, err)
+    code, out, err = switchyard(world, "version", "derive", "risk_score:1", user="ada")
+    assert code == 2 and "either --patch or --config" in err, (out, err)
