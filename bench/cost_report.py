@@ -79,8 +79,9 @@ def seed(args, until: datetime):
     cluster = TritonCluster.objects.create(
         name="bench", environment="production", node_hourly_cost=24
     )
+    # Never contacted; each node's URL is its own (unique in a cluster).
     TritonNode.objects.bulk_create(
-        TritonNode(cluster=cluster, name=f"node{n}", http_url="http://127.0.0.1:9")
+        TritonNode(cluster=cluster, name=f"node{n}", http_url=f"http://127.0.0.1:{40000 + n}")
         for n in range(1, args.nodes + 1)
     )
     since = until - timedelta(days=args.days)
