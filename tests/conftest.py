@@ -440,6 +440,14 @@ def browser_type_launch_args(browser_type_launch_args):
     }
 
 
+# Files started first so that xdist's workers (each file whole to one worker, in collection
+# order) share out the rest meanwhile instead of waiting on them at the end: the compose kit
+# builds its images on a machine that has none (about 8 minutes of one worker's setup;
+# docs/DEVELOPING.md, the suite's time). Only that one: other heavy files started beside it
+# would slow each other down on 2 cores.
+FIRST_FILES = ["tests/install/test_compose_e2e.py"]
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
     """Browser tests run last. pytest-playwright's session keeps an event loop running in the
@@ -459,4 +467,9 @@ def pytest_collection_modifyitems(items):
     mixed = sorted(path for path, seen in kinds.items() if len(seen) > 1)
     if mixed:
         raise pytest.UsageError(f"browser tests share a file with others: {', '.join(mixed)}")
-    items.sort(key=browser)
+
+    def first_files_first(item) -> int:
+        path = item.nodeid.split("::")[0]
+        return FIRST_FILES.index(path) if path in FIRST_FILES else len(FIRST_FILES)
+
+    items.sort(key=lambda item: (browser(item), first_files_first(item)))
