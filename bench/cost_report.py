@@ -29,27 +29,29 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
 
 HOUR_ROWS = """
 INSERT INTO reports_costrollup (cluster_id, node_name, period, start, kind, model_name,
-    version, cost_ticks, idle_share_ticks, requests, successes, compute_us, minutes)
+    version, cost_kind, cost_ticks, idle_share_ticks, requests, successes, compute_us, minutes)
 SELECT %(cluster)s, 'node' || n, 'hour', h, 'model', 'model' || (v / 2), (v %% 2)::text,
-    1000 + (v * 7919 + n * 31 + extract(hour from h)::int) %% 5000, 300, 3600, 3590, 1.5e9, 60
+    'serving', 1000 + (v * 7919 + n * 31 + extract(hour from h)::int) %% 5000, 300, 3600,
+    3590, 1.5e9, 60
 FROM generate_series(%(since)s::timestamptz, %(last)s::timestamptz, interval '1 hour') AS h,
      generate_series(1, %(nodes)s) AS n, generate_series(0, %(versions)s - 1) AS v
 UNION ALL
-SELECT %(cluster)s, 'node' || n, 'hour', h, k, '', '', 400000, 0, 0, 0, 0, 60
+SELECT %(cluster)s, 'node' || n, 'hour', h, k, '', '', '', 400000, 0, 0, 0, 0, 60
 FROM generate_series(%(since)s::timestamptz, %(last)s::timestamptz, interval '1 hour') AS h,
      generate_series(1, %(nodes)s) AS n, unnest(ARRAY['idle', 'unknown']) AS k
 """
 
 MINUTE_ROWS = """
 INSERT INTO telemetry_rollup (cluster_id, node_name, model_name, version, minute, requests,
-    successes, failures, request_us, queue_us, compute_us, samples)
+    successes, failures, request_us, queue_us, compute_us, samples, probe_requests,
+    warmup_requests, smoke_requests, benchmark_requests, own_successes, split_inexact)
 SELECT %(cluster)s, 'node' || n, 'model' || (v / 2), (v %% 2)::text, m, 60, 60, 0, 6e5, 1e4,
-    1e5 + (v * 7919 + n * 31) %% 400000, 1
+    1e5 + (v * 7919 + n * 31) %% 400000, 1, 0, 0, 0, 0, 0, false
 FROM generate_series(%(hour)s::timestamptz, %(hour)s::timestamptz + interval '59 minutes',
                      interval '1 minute') AS m,
      generate_series(1, %(nodes)s) AS n, generate_series(0, %(versions)s - 1) AS v
 UNION ALL
-SELECT %(cluster)s, 'node' || n, '', '', m, 0, 0, 0, 0, 0, 0, 1
+SELECT %(cluster)s, 'node' || n, '', '', m, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, false
 FROM generate_series(%(hour)s::timestamptz, %(hour)s::timestamptz + interval '59 minutes',
                      interval '1 minute') AS m, generate_series(1, %(nodes)s) AS n
 """

@@ -50,6 +50,13 @@ def _model_or_404(name: str):
     return model
 
 
+def _version_or_404(model, version: int):
+    found = selectors.model_version_get(model=model, version=version)
+    if found is None:
+        raise Http404(f"Model '{model.name}' has no version {version}.")
+    return found
+
+
 class TeamOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -437,9 +444,7 @@ class VersionDeriveApi(APIView):
     )
     def post(self, request, name, version):
         model = _model_or_404(name)
-        source = selectors.model_version_get(model=model, version=version)
-        if source is None:
-            raise Http404(f"Model '{name}' has no version {version}.")
+        source = _version_or_404(model, version)
         services.team_write_check(
             actor=request.user, team=model.team, what=f"Deriving a version of '{name}'"
         )
@@ -466,10 +471,7 @@ class VersionDetailApi(APIView):
     permission_classes = [AlgorithmWrites]
 
     def _get(self, name, version):
-        found = selectors.model_version_get(model=_model_or_404(name), version=version)
-        if found is None:
-            raise Http404(f"Model '{name}' has no version {version}.")
-        return found
+        return _version_or_404(_model_or_404(name), version)
 
     @extend_schema(parameters=[WAIT_PARAMETER], responses={200: VersionDetailSerializer})
     def get(self, request, name, version):
@@ -506,9 +508,7 @@ class VersionArchiveApi(APIView):
         }
     )
     def get(self, request, name, version):
-        found = selectors.model_version_get(model=_model_or_404(name), version=version)
-        if found is None:
-            raise Http404(f"Model '{name}' has no version {version}.")
+        found = _version_or_404(_model_or_404(name), version)
         filename = f"{name}-v{found.version}.tar.gz"
         return FileResponse(
             version_archive(found),

@@ -17,3 +17,18 @@ def grpc_key(node: LocalNode) -> dict[str, str] | None:
 def http_key(node: LocalNode) -> dict[str, str] | None:
     """The HTTP headers for a raw tritonclient call to a restricted API of `node`."""
     return node.node_key.http_headers() if node.node_key else None
+
+
+def register_nodes(cluster, nodes, *, actor) -> None:
+    """Register local nodes in a cluster row as the API does (node_create)."""
+    from deployments.services import node_create
+
+    for node in nodes:
+        node_create(
+            cluster=cluster,
+            actor=actor,
+            name=node.name,
+            http_url=node.http_url,
+            grpc_url=node.grpc_url,
+            metrics_url=node.metrics_url,
+        )

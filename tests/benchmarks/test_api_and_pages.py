@@ -49,7 +49,7 @@ def test_perf_analyzer_import_shows_on_the_version_page(bench_world, new_model, 
     page = client.get(f"/models/{model.name}/versions/{version.version}/").content.decode()
     assert 'data-testid="benchmark-results"' in page and "1504.9" in page
     assert "perf_analyzer_risk_score.csv" in page and "p99 15.9 ms ≤ SLA 20.0 ms" in page
-    assert "vendor/plotly/plotly.min.js" in page and 'id="benchmark-chart-data"' in page
+    assert "vendor/plotly/plotly-basic.min.js" in page and 'id="benchmark-chart-data"' in page
     listed = _api(bench_world["rita"]).get(
         f"/api/v1/models/{model.name}/versions/{version.version}/benchmarks/"
     )

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from deployments.push import client_for
-from deployments.services import cluster_create, deployment_create, node_create
+from deployments.services import cluster_create, deployment_create
 from health.models import Alert, MemorySample
 from health.watch import cluster_health_pass
 from integrations.triton.memory import node_memory
@@ -17,6 +17,7 @@ from models_registry.services import model_create, team_create
 from tests.conftest import wait_for
 from tests.deploying import pushed
 from tests.health.models import LEAKY, register_python
+from tests.nodes import register_nodes
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
 CYCLES, LEAK_MIB = 5, 128
@@ -36,14 +37,7 @@ def leak_world(triton_cluster, settings, tmp_path, make_user):
     clusters = []
     for name, node in zip(("leaky", "clean"), triton_cluster.nodes, strict=False):
         cluster = cluster_create(actor=rita, name=name, environment="production")
-        node_create(
-            cluster=cluster,
-            actor=rita,
-            name=node.name,
-            http_url=node.http_url,
-            grpc_url=node.grpc_url,
-            metrics_url=node.metrics_url,
-        )
+        register_nodes(cluster, [node], actor=rita)
         clusters.append(cluster)
     prefix = f"sy-leaktest-{uuid.uuid4().hex[:8]}"
     try:

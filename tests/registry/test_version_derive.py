@@ -7,11 +7,11 @@ from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from deployments.models import Deployment
-from deployments.services import cluster_create, deployment_create, node_create
+from deployments.services import cluster_create, deployment_create
 from models_registry.models import Model, ModelVersion
 from tests.conftest import session_node_key
 from tests.deploying import pushed
-from tests.nodes import keyed_client
+from tests.nodes import keyed_client, register_nodes
 from tests.registry.archives import example_entries, register_risk_score_as, tar_gz
 
 pytestmark = pytest.mark.django_db
@@ -190,14 +190,7 @@ def test_a_derived_version_is_served_by_triton_with_its_own_config(
         router={"driver": "none"},
         api_key=session_node_key().value,
     )
-    node_create(
-        cluster=cluster,
-        actor=rita,
-        name=node.name,
-        http_url=node.http_url,
-        grpc_url=node.grpc_url,
-        metrics_url=node.metrics_url,
-    )
+    register_nodes(cluster, [node], actor=rita)
     try:
         pushed(deployment_create(cluster=cluster, version=derived, actor=rita))
         with keyed_client(node) as client:

@@ -13,7 +13,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from deployments.executor import deployment_run
-from deployments.services import cluster_create, deployment_create, node_create
+from deployments.services import cluster_create, deployment_create
 from integrations.triton.local import free_ports
 from models_registry.services import model_create, team_create
 from releases import routing
@@ -21,7 +21,7 @@ from releases.models import Release
 from releases.services import release_action, release_create
 from tests.conftest import wait_for
 from tests.deploying import pushed
-from tests.nodes import keyed_client
+from tests.nodes import keyed_client, register_nodes
 from tests.registry.archives import register_risk_score_as
 from tests.ticking import Ticking
 
@@ -152,15 +152,7 @@ def routed_cluster(triton_cluster, settings, tmp_path, make_user, *, name="canar
     cluster = cluster_create(
         actor=rita, name=name, environment="production", router=router, api_key=key
     )
-    for node in triton_cluster.nodes:
-        node_create(
-            cluster=cluster,
-            actor=rita,
-            name=node.name,
-            http_url=node.http_url,
-            grpc_url=node.grpc_url,
-            metrics_url=node.metrics_url,
-        )
+    register_nodes(cluster, triton_cluster.nodes, actor=rita)
     world = {
         "rita": rita,
         "ada": ada,
