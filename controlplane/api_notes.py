@@ -134,7 +134,9 @@ OPERATION_NOTES = {
     "rollups, at the resolution the range calls for: per minute up to about 33 h, then "
     "5-minute, hourly or daily sums, so no series has more than about 2,000 points (the "
     "answer's `step_s` and `resolution`). `shape=series` answers one object per series "
-    "with arrays (`t` in epoch seconds, one array per field) instead of `points`.",
+    "with arrays (`t` in whole epoch seconds, one array per field) instead of `points`. "
+    "`fields` (comma-separated, for example `request_rate,p99_ms`; `kind=node`: `cpu_util`, "
+    "`gpu_util`) keeps only those figures; an unknown name answers 400.",
     # Reports
     "GET /api/v1/reports/cost/": "What every model, version, team, cluster or node cost over a "
     "range (docs/COSTS.md): totals, idle and unknown cost, per row cost, share, requests, cost "

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta
 
+from django.http import HttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import inputs
@@ -38,6 +39,7 @@ class MetricsQuerySerializer(inputs.ChoicesListed):
     since = serializers.CharField(required=False, default="1h")
     kind = serializers.ChoiceField(choices=["model", "node"], default="model")
     shape = serializers.ChoiceField(choices=["points", "series"], default="points")
+    fields = serializers.CharField(required=False, default="")
 
     def validate_since(self, value: str) -> datetime:
         return parse_since(value, now=timezone.now())
@@ -45,6 +47,17 @@ class MetricsQuerySerializer(inputs.ChoicesListed):
     def validate(self, attrs):
         if attrs["kind"] == "node" and not attrs["cluster"]:
             raise serializers.ValidationError({"cluster": "Node series need a cluster."})
+        known = series.NODE_FIELDS if attrs["kind"] == "node" else series.MODEL_FIELDS
+        asked = tuple(f.strip() for f in attrs["fields"].split(",") if f.strip())
+        unknown = [f for f in asked if f not in known]
+        if unknown:
+            raise serializers.ValidationError(
+                {
+                    "fields": f"Unknown {attrs['kind']} field(s) {', '.join(unknown)}; "
+                    f"choose from {', '.join(known)}."
+                }
+            )
+        attrs["fields"] = tuple(dict.fromkeys(asked))
         return attrs
 
 
@@ -56,7 +69,7 @@ class MetricsApi(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(name, str, required=False)
-            for name in ("cluster", "model", "version", "node", "since", "kind", "shape")
+            for name in ("cluster", "model", "version", "node", "since", "kind", "shape", "fields")
         ],
         responses={200: dict},
     )
@@ -64,29 +77,13 @@ class MetricsApi(APIView):
         query = MetricsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
-        if q["kind"] == "node":
-            step, points = series.node_series(
-                since=q["since"], cluster=q["cluster"], node=q["node"]
-            )
-            keys, fields = ("cluster", "node"), series.NODE_FIELDS
-            points = [{**p, "cluster": q["cluster"]} for p in points]
-        else:
-            step, points = series.model_series(
-                since=q["since"],
-                cluster=q["cluster"],
-                model=q["model"],
-                version=q["version"],
-                node=q["node"],
-            )
-            keys, fields = ("cluster", "model", "version"), series.MODEL_FIELDS
-        answer = {
+        step, found = series.answer(**q)
+        head = {
             "since": q["since"].isoformat(),
             "kind": q["kind"],
             "step_s": step.seconds,
             "resolution": step.name,
         }
-        if q["shape"] == "series":
-            answer["series"] = series.as_columns(points, keys=keys, fields=fields)
-        else:
-            answer["points"] = points
-        return Response(answer)
+        # PostgreSQL wrote the figures' JSON (telemetry/series.py): passed through as text.
+        body = json.dumps(head)[:-1] + f', "{q["shape"]}": {found}}}'
+        return HttpResponse(body, content_type="application/json")

@@ -298,7 +298,8 @@
 
   // A range's history: the server picks the resolution (step_s); each chart drawn once.
   function askHistory(range) {
-    var asked = [fetchSeries(Object.assign({ since: range }, cfg.history))];
+    var drawn = { since: range, fields: "request_rate,success_rate,avg_ms,p99_ms,queue_ms" };
+    var asked = [fetchSeries(Object.assign(drawn, cfg.history))];
     if (cfg.mode === "cluster") asked.push(fetchSeries({ since: range, kind: "node", cluster: cfg.history.cluster }));
     return Promise.all(asked);
   }

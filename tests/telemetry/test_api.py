@@ -147,3 +147,28 @@ def test_metrics_series_shape_gives_one_array_per_field(rollups, make_user):
         ("n1", (0.5, 0.5)),
         ("n2", (0.5, 0.5)),
     }
+
+
+def test_metrics_fields_keep_only_what_a_chart_draws(rollups, make_user):
+    client = _client(make_user)
+    asked = {"cluster": "prod", "model": "risk", "version": "2", "fields": "p99_ms,request_rate"}
+    one = client.get("/api/v1/metrics/", {**asked, "shape": "series"}).json()["series"]
+    assert len(one) == 1
+    assert set(one[0]) == {"cluster", "model", "version", "t", "p99_ms", "request_rate"}
+    assert all(isinstance(t, int) for t in one[0]["t"])  # whole epoch seconds
+    assert one[0]["p99_ms"] == [12.0, 12.0] and one[0]["request_rate"] == [2.0, 2.0]
+    points = client.get("/api/v1/metrics/", asked).json()["points"]
+    assert [set(p) for p in points] == [
+        {"ts", "cluster", "model", "version", "p99_ms", "request_rate"}
+    ] * 2
+    nodes = client.get(
+        "/api/v1/metrics/",
+        {"cluster": "prod", "kind": "node", "shape": "series", "fields": "cpu_util"},
+    ).json()["series"]
+    assert {(s["node"], tuple(s["cpu_util"]), "gpu_util" in s) for s in nodes} == {
+        ("n1", (0.5, 0.5), False),
+        ("n2", (0.5, 0.5), False),
+    }
+    wrong = client.get("/api/v1/metrics/", {"fields": "p99_ms,cpu_util"})
+    assert wrong.status_code == 400
+    assert "Unknown model field(s) cpu_util; choose from requests," in str(wrong.json())
