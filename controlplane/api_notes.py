@@ -136,7 +136,9 @@ OPERATION_NOTES = {
     "answer's `step_s` and `resolution`). `shape=series` answers one object per series "
     "with arrays (`t` in whole epoch seconds, one array per field) instead of `points`. "
     "`fields` (comma-separated, for example `request_rate,p99_ms`; `kind=node`: `cpu_util`, "
-    "`gpu_util`) keeps only those figures; an unknown name answers 400.",
+    "`gpu_util`) keeps only those figures; an unknown name answers 400. `max_points` "
+    "(10-2000) caps the points a series for a narrow chart (the console sends its width in "
+    "pixels), so a day on a 600 px chart comes as 5-minute sums.",
     # Reports
     "GET /api/v1/reports/cost/": "What every model, version, team, cluster or node cost over a "
     "range (docs/COSTS.md): totals, idle and unknown cost, per row cost, share, requests, cost "

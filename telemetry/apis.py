@@ -14,7 +14,7 @@ from rest_framework import serializers
 from rest_framework.views import APIView
 
 from accounts import inputs
-from telemetry import series
+from telemetry import resolution, series
 
 _RELATIVE = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -40,6 +40,12 @@ class MetricsQuerySerializer(inputs.ChoicesListed):
     kind = serializers.ChoiceField(choices=["model", "node"], default="model")
     shape = serializers.ChoiceField(choices=["points", "series"], default="points")
     fields = serializers.CharField(required=False, default="")
+    max_points = serializers.IntegerField(
+        required=False,
+        min_value=10,
+        max_value=resolution.MAX_POINTS_PER_SERIES,
+        default=resolution.MAX_POINTS_PER_SERIES,
+    )
 
     def validate_since(self, value: str) -> datetime:
         return parse_since(value, now=timezone.now())
@@ -70,7 +76,8 @@ class MetricsApi(APIView):
         parameters=[
             OpenApiParameter(name, str, required=False)
             for name in ("cluster", "model", "version", "node", "since", "kind", "shape", "fields")
-        ],
+        ]
+        + [OpenApiParameter("max_points", int, required=False)],
         responses={200: dict},
     )
     def get(self, request):

@@ -31,9 +31,16 @@ MODEL_FIELDS += ("compute_ms", "p99_ms")
 NODE_FIELDS = ("cpu_util", "gpu_util")
 
 
+def _round(expr: str, places: int = 3) -> str:
+    """`expr` rounded to `places` decimals in float8 arithmetic (numeric's exact rounding
+    cost more than the rest of the answer; the shortest float output prints 12.933)."""
+    scale = 10**places
+    return f"(round(({expr})::float8 * {scale}) / {scale})"
+
+
 def _ratio(num: str, den: str, scale: str = "1.0") -> str:
     """num / den x scale to 3 decimals, null where den is 0."""
-    return f"round(({num} * {scale} / NULLIF({den}, 0))::numeric, 3)::float8"
+    return _round(f"{num}::float8 * {scale} / NULLIF({den}, 0)::float8")
 
 
 # Each figure as SQL over one grouped row `g` (_model_grouped's columns). Latency sums
@@ -42,18 +49,15 @@ _ANSWERED = "(g.successes + g.own_successes)"
 MODEL_SQL = {
     "requests": "g.requests",
     "failures": "g.failures",
-    "request_rate": "round((g.requests / (60.0 * g.minutes))::numeric, 3)::float8",
+    "request_rate": _round("g.requests::float8 / (60 * g.minutes)"),
     "success_rate": _ratio("g.successes", "g.requests", "100.0"),
     "avg_ms": _ratio("g.request_us", _ANSWERED, "0.001"),
     "queue_ms": _ratio("g.queue_us", _ANSWERED, "0.001"),
     "compute_ms": _ratio("g.compute_us", _ANSWERED, "0.001"),
-    "p99_ms": "round(g.p99_ms::numeric, 3)::float8",
+    "p99_ms": _round("g.p99_ms"),
 }
 # Utilization is a share of 1: four decimals are a hundredth of a percent.
-NODE_SQL = {
-    "cpu_util": "round(g.cpu::numeric, 4)::float8",
-    "gpu_util": "round(g.gpu::numeric, 4)::float8",
-}
+NODE_SQL = {"cpu_util": _round("g.cpu", 4), "gpu_util": _round("g.gpu", 4)}
 
 
 class _Bin(Func):
@@ -81,10 +85,18 @@ def _filtered(rows, **filters: str):
     return rows
 
 
-def pick_step(*, since: datetime, until: datetime | None, series: int) -> resolution.Step:
-    """The resolution of a range that `series` series share, within both point budgets."""
+def pick_step(
+    *,
+    since: datetime,
+    until: datetime | None,
+    series: int,
+    max_points: int = resolution.MAX_POINTS_PER_SERIES,
+) -> resolution.Step:
+    """The resolution of a range that `series` series share, within both point budgets and
+    at most `max_points` a series (a chart asks for about its width in pixels: more points
+    than pixels draw nothing more)."""
     span_s = ((until or timezone.now()) - since).total_seconds()
-    budget = min(resolution.MAX_POINTS_PER_SERIES, MAX_POINTS // max(series, 1))
+    budget = min(resolution.MAX_POINTS_PER_SERIES, max_points, MAX_POINTS // max(series, 1))
     return resolution.step_for(span_s, max_points=max(budget, 1))
 
 
@@ -95,7 +107,7 @@ def _model_rows(*, since, until, cluster, model, version, node):
     return _filtered(rows, cluster__name=cluster, model_name=model, version=version, node_name=node)
 
 
-def _model_grouped(*, since, until, cluster, model, version, node, step):
+def _model_grouped(*, since, until, cluster, model, version, node, step, max_points):
     """(step, the grouped rows' SQL and parameters): one row per (bucket, cluster, model,
     version), oldest first."""
     rows = _model_rows(
@@ -103,7 +115,7 @@ def _model_grouped(*, since, until, cluster, model, version, node, step):
     )
     if step is None:
         keys = rows.values("cluster_id", "model_name", "version").distinct().count()
-        step = pick_step(since=since, until=until, series=keys)
+        step = pick_step(since=since, until=until, series=keys, max_points=max_points)
     grouped = (
         rows.annotate(bucket=_bucket(step), cluster_name=F("cluster__name"))
         .values("bucket", "cluster_name", "model_name", "version")
@@ -124,15 +136,14 @@ def _model_grouped(*, since, until, cluster, model, version, node, step):
     return step, grouped[:MAX_POINTS].query.sql_with_params()
 
 
-def _node_grouped(*, since, cluster, node, step):
+def _node_grouped(*, since, cluster, node, step, max_points):
     rows = _filtered(
         Rollup.objects.filter(minute__gte=since, cluster__name=cluster, model_name=""),
         node_name=node,
     )
     if step is None:
-        step = pick_step(
-            since=since, until=None, series=rows.values("node_name").distinct().count()
-        )
+        nodes = rows.values("node_name").distinct().count()
+        step = pick_step(since=since, until=None, series=nodes, max_points=max_points)
     grouped = (
         rows.annotate(bucket=_bucket(step), cluster_name=F("cluster__name"))
         .values("bucket", "cluster_name", "node_name")
@@ -163,7 +174,7 @@ def _columns_json(grouped, keys: dict[str, str], figures: dict[str, str]) -> str
     chart draws each series in one call and the answer carries only what it draws."""
     sql, params = grouped
     columns = [f"{expr} AS {name}" for name, expr in keys.items()]
-    columns.append("array_agg(extract(epoch FROM g.bucket)::bigint ORDER BY g.bucket) AS t")
+    columns.append("array_agg(date_part('epoch', g.bucket)::bigint ORDER BY g.bucket) AS t")
     columns += [f"array_agg({expr} ORDER BY g.bucket) AS {name}" for name, expr in figures.items()]
     by = ", ".join(str(i + 1) for i in range(len(keys)))
     inner = f"SELECT {', '.join(columns)} FROM ({sql}) g GROUP BY {by}"  # noqa: S608 (see above)
@@ -222,6 +233,7 @@ def model_json(
     step: resolution.Step | None = None,
     shape: str = "points",
     fields: tuple[str, ...] = (),
+    max_points: int = resolution.MAX_POINTS_PER_SERIES,
 ) -> tuple[resolution.Step, str]:
     """(step, JSON text): `model_series`'s points, or with `shape="series"` one object per
     (cluster, model, version) holding arrays; only `fields` (all when empty)."""
@@ -233,6 +245,7 @@ def model_json(
         version=version,
         node=node,
         step=step,
+        max_points=max_points,
     )
     write = _columns_json if shape == "series" else _points_json
     return step, write(grouped, _MODEL_KEYS_SQL, _picked(MODEL_SQL, fields))
@@ -254,10 +267,13 @@ def node_json(
     step: resolution.Step | None = None,
     shape: str = "points",
     fields: tuple[str, ...] = (),
+    max_points: int = resolution.MAX_POINTS_PER_SERIES,
 ) -> tuple[resolution.Step, str]:
     """(step, JSON text): `node_series`'s points, or with `shape="series"` one object per
     node holding arrays; only `fields` (all when empty)."""
-    step, grouped = _node_grouped(since=since, cluster=cluster, node=node, step=step)
+    step, grouped = _node_grouped(
+        since=since, cluster=cluster, node=node, step=step, max_points=max_points
+    )
     write = _columns_json if shape == "series" else _points_json
     return step, write(grouped, _NODE_KEYS_SQL, _picked(NODE_SQL, fields))
 
@@ -272,12 +288,22 @@ def answer(
     version: str = "",
     node: str = "",
     fields: tuple[str, ...] = (),
+    max_points: int = resolution.MAX_POINTS_PER_SERIES,
 ) -> tuple[resolution.Step, str]:
     """What GET /api/v1/metrics/ answers, as JSON text: model or node figures (`kind`) as
-    points or as arrays per series (`shape`), holding only `fields` (all when empty)."""
+    points or as arrays per series (`shape`), holding only `fields` (all when empty), at
+    most `max_points` a series."""
     if kind == "node":
-        return node_json(since=since, cluster=cluster, node=node, shape=shape, fields=fields)
+        return node_json(
+            since=since,
+            cluster=cluster,
+            node=node,
+            shape=shape,
+            fields=fields,
+            max_points=max_points,
+        )
     return model_json(
+        max_points=max_points,
         since=since,
         cluster=cluster,
         model=model,

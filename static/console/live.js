@@ -4,7 +4,9 @@
 // history ranges, and a sentence instead of an empty chart (never an empty 2000 axis).
 (function () {
   "use strict";
-  var MARKERS_UP_TO = 300;
+  // A marker is an SVG element per point: drawn only while they stand apart (8 px or more
+  // each on average); a chart of 20 series of a day would otherwise hold thousands.
+  var MARKER_PX = 8;
   var MAX_POINTS = 2000;  // per trace: the server's budget per series (telemetry/resolution.py)
   var cfg = JSON.parse(document.getElementById("live-config").textContent);
   var charts = {};
@@ -135,8 +137,8 @@
   function render(id) {
     var c = charts[id];
     var data = c.traces.map(function (tr) {
-      // A marker is an SVG element per point: past a few hundred points a line alone.
-      var mode = tr.mode === "lines+markers" && tr.x.length > MARKERS_UP_TO ? "lines" : tr.mode;
+      var sparse = tr.x.length * MARKER_PX <= (c.el.clientWidth || 600);
+      var mode = tr.mode === "lines+markers" && !sparse ? "lines" : tr.mode;
       return Object.assign({}, tr, { x: tr.x.slice(), y: tr.y.slice(), mode: mode });
     });
     var done = Plotly.react(c.el, data, layoutFor(id, c.spanS), { displayModeBar: false, responsive: true });
@@ -290,6 +292,14 @@
     });
   }
 
+  // A chart shows at most a point per pixel of its width: the server sums finer rollups into
+  // buckets (5 minutes for a day on a chart under 1,441 px; p99 stays the bucket's worst).
+  function widestChart() {
+    var px = 0;
+    document.querySelectorAll(".live-chart").forEach(function (el) { px = Math.max(px, el.clientWidth); });
+    return Math.min(MAX_POINTS, Math.max(100, Math.round(px || MAX_POINTS)));
+  }
+
   function fetchSeries(params) {
     var query = new URLSearchParams(Object.assign({ shape: "series" }, params));
     return fetch("/api/v1/metrics/?" + query, { credentials: "same-origin" })
@@ -298,9 +308,12 @@
 
   // A range's history: the server picks the resolution (step_s); each chart drawn once.
   function askHistory(range) {
-    var drawn = { since: range, fields: "request_rate,success_rate,avg_ms,p99_ms,queue_ms" };
+    var drawn = { since: range, fields: "request_rate,success_rate,avg_ms,p99_ms,queue_ms",
+                  max_points: widestChart() };
     var asked = [fetchSeries(Object.assign(drawn, cfg.history))];
-    if (cfg.mode === "cluster") asked.push(fetchSeries({ since: range, kind: "node", cluster: cfg.history.cluster }));
+    if (cfg.mode === "cluster") {
+      asked.push(fetchSeries({ since: range, kind: "node", cluster: cfg.history.cluster, max_points: widestChart() }));
+    }
     return Promise.all(asked);
   }
 

@@ -44,6 +44,9 @@ COCKPIT = ["chart-success", "chart-p99", "chart-rps", "chart-queue", "chart-guar
 # "Last 24 h" is counted from when the page asks: writing the day takes minutes on a shared
 # CPU, so the oldest minutes may have left the range by then (the API tests count exactly).
 DAY_POINTS = MINUTES - 30
+# A chart asks for at most a point per pixel of its width (under 1,441 px in the test's
+# 1280 px window): the day comes as 5-minute sums.
+STEP_MIN = 5
 
 
 @pytest.fixture
@@ -68,18 +71,23 @@ def _opened(page, url: str) -> dict:
           window.__plotlyCalls.forEach((c) => {
             (byChart[c.id] = byChart[c.id] || []).push(c.fn);
           });
-          const held = {};
+          const held = {}, spans = {};
           document.querySelectorAll(".js-plotly-plot").forEach((el) => {
             held[el.id] = (el.data || []).map((t) => (t.x || []).length);
+            spans[el.id] = (el.data || []).map((t) =>
+              (t.x || []).length ? (new Date(t.x[t.x.length - 1]) - new Date(t.x[0])) / 60000 : 0);
           });
-          return { calls: byChart, held: held };
+          return { calls: byChart, held: held, spans: spans };
         }"""
     )
 
 
-def _series_lengths(held: list[int], series: int) -> None:
+def _day_series(opened: dict, chart: str, series: int) -> None:
+    """`series` traces on `chart`, each a day of history at 5-minute resolution."""
+    held, spans = opened["held"][chart], opened["spans"][chart]
     assert len(held) == series
-    assert all(n >= DAY_POINTS for n in held), held
+    assert all(n >= DAY_POINTS // STEP_MIN for n in held), held
+    assert all(minutes >= DAY_POINTS - 2 * STEP_MIN for minutes in spans), spans
 
 
 def test_live_pages_open_a_day_of_20_series_in_one_render_per_chart(day, page):
@@ -88,16 +96,16 @@ def test_live_pages_open_a_day_of_20_series_in_one_render_per_chart(day, page):
     model = _opened(page, f"{day['base']}/models/risk_score/live/?range=24h")
     assert model["calls"] == {chart: ["react"] for chart in TRAFFIC}
     for chart in ("chart-rate", "chart-success", "chart-queue"):
-        _series_lengths(model["held"][chart], 20)
-    _series_lengths(model["held"]["chart-latency"], 40)  # avg and p99 of each
-    assert page.locator("[data-testid=history-step]").inner_text() == "1m"
+        _day_series(model, chart, 20)
+    _day_series(model, "chart-latency", 40)  # avg and p99 of each
+    assert page.locator("[data-testid=history-step]").inner_text() == "5m"
     assert page.locator("[data-range='24h']").get_attribute("aria-pressed") == "true"
 
     cluster = _opened(page, f"{day['base']}/clusters/prod/live/?range=24h")
     assert cluster["calls"] == {chart: ["react"] for chart in TRAFFIC + NODE}
-    _series_lengths(cluster["held"]["chart-rate"], 20)
-    _series_lengths(cluster["held"]["chart-cpu"], 2)
-    _series_lengths(cluster["held"]["chart-gpu"], 2)
+    _day_series(cluster, "chart-rate", 20)
+    _day_series(cluster, "chart-cpu", 2)
+    _day_series(cluster, "chart-gpu", 2)
     assert cluster["held"]["chart-mem"] == []  # not in rollups: it says so instead
     note = page.locator("[data-testid=empty-chart-mem]")
     assert "not kept in rollups" in note.inner_text()

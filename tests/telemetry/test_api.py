@@ -114,6 +114,16 @@ def test_metrics_answer_names_its_resolution_and_a_long_range_comes_as_sums(make
     day = client.get("/api/v1/metrics/", {"cluster": "week", "since": "24h"}).json()
     assert (day["step_s"], day["resolution"]) == (60, "1m")
     assert len(day["points"]) in (1439, 1440)  # the oldest minute starts before `since`
+    # A chart 600 px wide asks for at most 600 points a series: the day comes as 5-minute
+    # sums, three days hourly; fewer than 10 points is refused.
+    narrow = {"cluster": "week", "since": "24h", "max_points": 600}
+    assert client.get("/api/v1/metrics/", narrow).json()["resolution"] == "5m"
+    narrow.update(since="72h", shape="series", fields="requests,p99_ms")
+    hourly = client.get("/api/v1/metrics/", narrow).json()
+    assert hourly["step_s"] == 3600 and len(hourly["series"][0]["t"]) in (72, 73)
+    assert hourly["series"][0]["requests"][1:-1] == [3600] * (len(hourly["series"][0]["t"]) - 2)
+    assert max(hourly["series"][0]["p99_ms"]) == 4.0
+    assert client.get("/api/v1/metrics/", {**narrow, "max_points": 5}).status_code == 400
     three = client.get("/api/v1/metrics/", {"cluster": "week", "since": "72h"}).json()
     assert (three["step_s"], three["resolution"]) == (300, "5m")
     points = three["points"]
