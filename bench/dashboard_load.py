@@ -480,8 +480,14 @@ def main(users: int, seconds: float, rounds: int) -> None:
                 }
                 for n in range(1, rounds + 1):
                     print(f"--- round {n} of {rounds}", flush=True)
-                    _round(config, procs, fleet, row, traffic)
+                    _round(config, procs, fleet, row)
                     connection.close()
+            # The traffic's counts come back from its process when it stops.
+            print(
+                f"inference traffic through the router over the run: ok {traffic.ok}, "
+                f"failed {traffic.failed}, retried {traffic.retries}",
+                flush=True,
+            )
             for proc in procs.values():
                 _stop(proc)
             procs = {}
@@ -503,7 +509,7 @@ def main(users: int, seconds: float, rounds: int) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _round(config: dict, procs: dict, fleet, row, traffic) -> None:
+def _round(config: dict, procs: dict, fleet, row) -> None:
     """One round of the users in a process of their own; prints its report and the pools."""
     import multiprocessing
 
@@ -523,8 +529,7 @@ def _round(config: dict, procs: dict, fleet, row, traffic) -> None:
     release = row.get()
     lines = [
         f"release: {release.phase} at step {release.step_index} "
-        f"(weight {release.candidate_weight:g}%) after the window; "
-        f"traffic ok {traffic.ok}, failed {traffic.failed} (since the start)",
+        f"(weight {release.candidate_weight:g}%) after the window",
         f"load average 1 min before {load_before[0]:.2f}, after {load_after[0]:.2f} "
         f"(cores here: {os.cpu_count()})",
         f"CPU seconds over the {took:.0f} s window: "

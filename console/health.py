@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from controlplane.celery import app as celery_app
 from controlplane.queues import LANES, lane_queue
+from core import redis_pool
 from core.shared import shared_value
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def check_database() -> Check:
 
 
 def check_redis() -> Check:
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    client = redis_pool.client()
     try:
         client.ping()
     except redis.RedisError as exc:  # the URL may hold a password: the log has the error

@@ -39,6 +39,8 @@ from asgiref.sync import SyncToAsync, ThreadSensitiveContext
 from django.conf import settings
 from django.db import connections
 
+from core import redis_pool
+
 log = logging.getLogger(__name__)
 
 PUBLISH_EVERY_S = 1.0
@@ -113,7 +115,7 @@ def stats_key() -> str:
 
 
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    return redis_pool.client(timeout_s=2)
 
 
 def publish(client: redis.Redis, stats: PoolStats) -> None:

@@ -17,7 +17,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
 import redis
-from django.conf import settings
+
+from core import redis_pool
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ Counts = dict[tuple[str, str, str], dict[str, float]]
 
 
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    return redis_pool.client()
 
 
 def _key(cluster: str, node: str) -> str:

@@ -25,6 +25,7 @@ from prometheus_client.core import (
 from prometheus_client.utils import floatToGoString
 
 from controlplane.db_pool import PoolStats, published_stats
+from core import redis_pool
 from observability import selectors
 from telemetry.status import CollectorStatus, collector_status_read
 
@@ -212,9 +213,7 @@ def collector_metrics(status: CollectorStatus, now: float) -> Iterator[Metric]:
 
 
 def _queue_lengths() -> dict[str, int]:
-    client = redis.Redis.from_url(
-        settings.CELERY_BROKER_URL, socket_timeout=1, socket_connect_timeout=1
-    )
+    client = redis_pool.client(settings.CELERY_BROKER_URL)
     try:
         return {q: int(client.llen(q)) for q in settings.SWITCHYARD_METRICS_QUEUES}
     finally:

@@ -14,11 +14,13 @@ import json
 import redis
 from django.conf import settings
 
+from core import redis_pool
+
 KEY_PREFIX = "switchyard:telemetry:recent:"
 
 
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    return redis_pool.client()
 
 
 def _kept(payload: dict) -> bool:

@@ -10,7 +10,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 import redis
-from django.conf import settings
+
+from core import redis_pool
 
 STATUS_KEY = "switchyard:collector:status"
 ERRORS_KEY = "switchyard:collector:scrape_errors"
@@ -27,7 +28,7 @@ class CollectorStatus:
 
 
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    return redis_pool.client()
 
 
 def collector_status_record(*, at: float, took_s: float, failed: list[tuple[str, str]]) -> None:

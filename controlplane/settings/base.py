@@ -118,7 +118,12 @@ def redis_connection_options() -> dict:
 # Shared by every process: sign-in failure counters, API throttles, websocket tickets.
 # Values are JSON, never pickle: whoever can write a key must not run code in the processes
 # that read it (audit/cache_json.py; docs/SECURITY.md "The cache holds JSON").
-CACHE_OPTIONS = {**redis_connection_options(), "serializer": "audit.cache_json.JsonSerializer"}
+# One pool per process (core/redis_pool.py), not one per request context as Django's own.
+CACHE_OPTIONS = {
+    **redis_connection_options(),
+    "serializer": "audit.cache_json.JsonSerializer",
+    "pool_class": "core.redis_pool.SharedConnectionPool",
+}
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
