@@ -3,6 +3,7 @@
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
+from accounts.roles import groups_read_once
 from accounts.services import api_token_use
 
 
@@ -17,4 +18,4 @@ class ApiTokenAuthentication(TokenAuthentication):
             raise AuthenticationFailed("Invalid, expired or revoked token.")
         if not token.user.is_active:
             raise AuthenticationFailed("User inactive or deleted.")
-        return token.user, token
+        return groups_read_once(token.user), token

@@ -12,6 +12,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.db import connection
 
+from accounts.roles import groups_read_once
+
 
 def connection_release() -> None:
     """Give this thread's connection back to the pool; a no-op without a pool (a persistent
@@ -40,3 +42,8 @@ class PoolFriendlyModelBackend(ModelBackend):
         if user.check_password(password) and self.user_can_authenticate(user):
             return user
         return None
+
+    def get_user(self, user_id):
+        """The session's user, loaded once per request: its roles are read once too."""
+        user = super().get_user(user_id)
+        return groups_read_once(user) if user is not None else None
