@@ -81,7 +81,10 @@ OPERATION_NOTES = {
     "(removed ones too), newest first: each change with the moment it took effect, the new "
     "and the replaced values and who made it; `?node=` one node's (`''` the cluster's own).",
     "GET /api/v1/clusters/{name}/status/": "Per node: health, server version, loaded models and "
-    "versions, drift from what should serve.",
+    "versions, drift from what should serve, from a reading of every node at most "
+    "`SWITCHYARD_CLUSTER_STATUS_REFRESH_S` old (`checked_at`, `is_stale`): beat's, or one taken "
+    "for the request, shared by every client asking at once, so the nodes are asked at most "
+    "about once per interval however many clients read.",
     "GET /api/v1/clusters/{name}/router/": "What the cluster's router does now: running, nodes, "
     "each release route's split.",
     "POST /api/v1/clusters/{name}/models/{model}/unload/": "Unload a model from every node of "

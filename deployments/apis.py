@@ -1,5 +1,6 @@
 """Clusters, nodes and deployments REST resources (API.md, Clusters and deployments)."""
 
+from django.conf import settings
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -13,7 +14,7 @@ from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
 from accounts.waits import WAIT_PARAMETER, group_name, long_poll
-from deployments import prices, selectors, services
+from deployments import node_status, prices, selectors, services
 from deployments.models import Deployment, DeploymentNode, cluster_name_validator
 from models_registry.models import Model
 from models_registry.selectors import model_version_find
@@ -280,7 +281,7 @@ class NodeStatusSerializer(serializers.Serializer):
     name = serializers.CharField()
     http_url = serializers.CharField()
     reachable = serializers.BooleanField()
-    health = serializers.ChoiceField(choices=["up", "down"])
+    health = serializers.ChoiceField(choices=["up", "down", "unknown"])
     server_version = serializers.CharField(required=False)
     error = serializers.CharField(required=False)
     loaded = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()))
@@ -291,6 +292,12 @@ class ClusterStatusSerializer(serializers.Serializer):
     cluster = serializers.CharField()
     desired = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()))
     nodes = NodeStatusSerializer(many=True)
+    checked_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the nodes were asked (every node at once)."
+    )
+    is_stale = serializers.BooleanField(
+        help_text="The reading is older than SWITCHYARD_CLUSTER_STATUS_STALE_S."
+    )
 
 
 DEPLOYMENT = Lifecycle(
@@ -320,11 +327,14 @@ class DeploymentAcceptedSerializer(serializers.Serializer):
 
 
 class ClusterStatusApi(APIView):
-    """GET /api/v1/clusters/{name}/status/: live per-node state and drift."""
+    """GET /api/v1/clusters/{name}/status/: per-node state and drift from a reading at most
+    SWITCHYARD_CLUSTER_STATUS_REFRESH_S old (deployments/node_status.py)."""
 
     @extend_schema(responses={200: ClusterStatusSerializer})
     def get(self, request, name):
-        return Response(selectors.cluster_status(cluster=_cluster_or_404(name)))
+        max_age_s = settings.SWITCHYARD_CLUSTER_STATUS_REFRESH_S
+        status = node_status.cluster_status_read(cluster=_cluster_or_404(name), max_age_s=max_age_s)
+        return Response(status)
 
 
 NODE_STATUSES = tuple(DeploymentNode.Status.values)

@@ -20,6 +20,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
+from core.shared import shared_value
 from deployments import selectors
 from deployments.models import TritonCluster
 
@@ -69,7 +70,11 @@ def cluster_status_stored(*, cluster: TritonCluster) -> dict:
     """cluster_status's shape from the last stored reading, without calling any node: every
     node the cluster has now (one not read yet is `unknown`), drift against the desired state
     now, and `checked_at` (None before the first reading) and `is_stale`."""
-    entry = _stored(cluster.pk) or {"checked_at": None, "nodes": {}}
+    return _status_from(cluster, _stored(cluster.pk))
+
+
+def _status_from(cluster: TritonCluster, entry: dict | None) -> dict:
+    entry = entry or {"checked_at": None, "nodes": {}}
     checked_at = datetime.fromisoformat(entry["checked_at"]) if entry["checked_at"] else None
     nodes = list(cluster.nodes.all())
     live = {node.pk: entry["nodes"].get(str(node.pk)) or NOT_READ for node in nodes}
@@ -77,6 +82,37 @@ def cluster_status_stored(*, cluster: TritonCluster) -> dict:
     age_s = (timezone.now() - checked_at).total_seconds() if checked_at else None
     is_stale = age_s is None or age_s > settings.SWITCHYARD_CLUSTER_STATUS_STALE_S
     return status | {"checked_at": checked_at, "is_stale": is_stale}
+
+
+def _covers(entry: dict | None, node_ids: list[str], max_age_s: float) -> bool:
+    if not entry or not entry.get("checked_at"):
+        return False
+    age_s = (timezone.now() - datetime.fromisoformat(entry["checked_at"])).total_seconds()
+    return age_s <= max_age_s and all(pk in entry["nodes"] for pk in node_ids)
+
+
+def cluster_status_read(*, cluster: TritonCluster, max_age_s: float) -> dict:
+    """cluster_status_stored from a reading at most `max_age_s` old that covers every node of
+    the cluster: the stored one (beat's, or a deployment's), else every node asked now.
+
+    Asking the nodes is shared (core/shared.py): one caller at a time per cluster and set of
+    nodes across every web process, the others given that reading, so however many clients
+    ask, the nodes are asked at most about once per `max_age_s`. With Redis down each caller
+    asks on its own (and the answer is still the nodes')."""
+    node_ids = sorted(str(pk) for pk in cluster.nodes.values_list("pk", flat=True))
+    entry = _stored(cluster.pk)
+    if not _covers(entry, node_ids, max_age_s):
+        key = f"{_key(cluster.pk)}:read:{'-'.join(node_ids)}"
+        entry = shared_value(
+            key,
+            lambda: cluster_status_refresh(cluster=cluster),
+            fresh_s=max_age_s,
+            keep_s=max_age_s,
+            # One reading asks every node at once, each within the node client's timeouts.
+            lock_s=60.0,
+            wait_s=30.0,
+        )
+    return _status_from(cluster, entry)
 
 
 def cluster_status_refresh_request(*, cluster: TritonCluster) -> None:

@@ -11,9 +11,10 @@ it runs in CI on busy cores.
 Network safety (no request of the run may leave 127.0.0.1):
 
 * Synchronous contacts in the web process, found by reading the code: the cluster status
-  (`deployments.selectors.cluster_status`: Triton HTTP and gRPC to every node's
-  `http_url` / `grpc_url`) and the router panel (`releases.selectors.router_view`: the
-  router's `listen`, which `parse_listen` holds to 127.0.0.1). Everything else that
+  (`deployments.node_status.cluster_status_read`, at most once per refresh interval: Triton
+  HTTP and gRPC to every node's `http_url` / `grpc_url`) and the router panel
+  (`releases.selectors.router_view`: the router's `listen`, which `parse_listen` holds to
+  127.0.0.1). Everything else that
   contacts a node (pushes, smoke loads, reconcile, benchmarks, release ticks, the
   collector) runs in Celery tasks or management commands.
 * No worker consumes the run's tasks: the server queues them on a fresh queue of its own
