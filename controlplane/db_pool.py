@@ -111,7 +111,7 @@ def connection_give_back() -> None:
 
 
 def stats_key() -> str:
-    return f"{settings.CACHES['default'].get('KEY_PREFIX', 'switchyard')}:web-db-pools"
+    return redis_pool.key("web-db-pools")
 
 
 def _client() -> redis.Redis:

@@ -6,6 +6,10 @@ handshake) for every Redis read, about a tenth of the web's CPU with 50 users. E
 client of the control plane comes from here (`client()`), and the cache's pools too
 (`SharedConnectionPool` as its `pool_class`), so connections are kept and reused.
 
+Keys the control plane writes to Redis itself (outside the cache) start with the install's
+cache key prefix (`SWITCHYARD_CACHE_KEY_PREFIX`, "switchyard" by default: `key()`), so two
+installs that share a Redis database never read each other's counters.
+
 redis-py's pools are thread-safe, drop connections inherited across a fork, and check a
 connection before lending it (a connection that a restarted Redis closed is reopened).
 """
@@ -46,3 +50,8 @@ def client(url: str | None = None, *, timeout_s: float = 1.0) -> redis.Redis:
         retry_on_error=[redis.ConnectionError],
     )
     return redis.Redis(connection_pool=pool)
+
+
+def key(*parts: str) -> str:
+    """A Redis key of this install: its cache key prefix, then `parts`, joined by ':'."""
+    return ":".join([settings.CACHES["default"].get("KEY_PREFIX") or "switchyard", *parts])

@@ -25,7 +25,13 @@ log = logging.getLogger(__name__)
 PROBE, WARMUP, SMOKE, BENCHMARK = "probe", "warmup", "smoke", "benchmark"
 ORIGINS = (PROBE, WARMUP, SMOKE, BENCHMARK)
 OUTCOMES = ("success", "failure")
-KEY_PREFIX = "switchyard:own_traffic:"
+
+
+def key_prefix() -> str:
+    """Every node's counters' key starts with this (the install's prefix, core/redis_pool.py)."""
+    return redis_pool.key("own_traffic", "")
+
+
 SEPARATOR = "\x1f"  # names never contain it (as in telemetry/status.py)
 KEEP_S = 2 * 86400
 
@@ -38,7 +44,7 @@ def _client() -> redis.Redis:
 
 
 def _key(cluster: str, node: str) -> str:
-    return f"{KEY_PREFIX}{cluster}{SEPARATOR}{node}"
+    return f"{key_prefix()}{cluster}{SEPARATOR}{node}"
 
 
 def own_request_count(

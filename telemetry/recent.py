@@ -16,7 +16,9 @@ from django.conf import settings
 
 from core import redis_pool
 
-KEY_PREFIX = "switchyard:telemetry:recent:"
+
+def _key(group: str) -> str:
+    return redis_pool.key("telemetry", "recent", group)
 
 
 def _client() -> redis.Redis:
@@ -39,9 +41,9 @@ def recent_record(*, payloads: dict[str, list[dict]], now: float) -> None:
             members = {json.dumps(p, sort_keys=True): p["ts"] for p in points if _kept(p)}
             if not members:
                 continue
-            pipe.zadd(KEY_PREFIX + group, members)
-            pipe.zremrangebyscore(KEY_PREFIX + group, "-inf", f"({now - keep_s}")
-            pipe.expire(KEY_PREFIX + group, int(keep_s) + 60)
+            pipe.zadd(_key(group), members)
+            pipe.zremrangebyscore(_key(group), "-inf", f"({now - keep_s}")
+            pipe.expire(_key(group), int(keep_s) + 60)
         pipe.execute()
     finally:
         client.close()
@@ -52,7 +54,7 @@ def recent_points(*, group: str, since: float) -> list[dict]:
     [] when Redis does not answer (the page then draws rollups only)."""
     client = _client()
     try:
-        raw = client.zrangebyscore(KEY_PREFIX + group, since, "+inf")
+        raw = client.zrangebyscore(_key(group), since, "+inf")
     except redis.RedisError:
         return []
     finally:

@@ -13,8 +13,15 @@ import redis
 
 from core import redis_pool
 
-STATUS_KEY = "switchyard:collector:status"
-ERRORS_KEY = "switchyard:collector:scrape_errors"
+
+def status_key() -> str:
+    return redis_pool.key("collector", "status")
+
+
+def errors_key() -> str:
+    return redis_pool.key("collector", "scrape_errors")
+
+
 # A node name and its cluster joined by this in the errors hash (names never contain it).
 SEPARATOR = "\x1f"
 
@@ -36,9 +43,9 @@ def collector_status_record(*, at: float, took_s: float, failed: list[tuple[str,
     client = _client()
     try:
         pipe = client.pipeline(transaction=False)
-        pipe.hset(STATUS_KEY, mapping={"last_tick_at": at, "last_tick_s": took_s})
+        pipe.hset(status_key(), mapping={"last_tick_at": at, "last_tick_s": took_s})
         for (cluster, node), n in Counter(failed).items():
-            pipe.hincrby(ERRORS_KEY, f"{cluster}{SEPARATOR}{node}", n)
+            pipe.hincrby(errors_key(), f"{cluster}{SEPARATOR}{node}", n)
         pipe.execute()
     finally:
         client.close()
@@ -48,7 +55,7 @@ def rollups_dead_lettered_count(n: int) -> None:
     """Count `n` more rollup rows that could never be written (telemetry.services)."""
     client = _client()
     try:
-        client.hincrby(STATUS_KEY, "rollups_dead_lettered", n)
+        client.hincrby(status_key(), "rollups_dead_lettered", n)
     finally:
         client.close()
 
@@ -57,8 +64,8 @@ def collector_status_read() -> CollectorStatus:
     """What the collector last recorded (None times when it never ran); raises RedisError."""
     client = _client()
     try:
-        status = client.hgetall(STATUS_KEY)
-        errors = client.hgetall(ERRORS_KEY)
+        status = client.hgetall(status_key())
+        errors = client.hgetall(errors_key())
     finally:
         client.close()
     parsed: dict[tuple[str, str], int] = {}

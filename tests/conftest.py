@@ -130,11 +130,11 @@ def _own_traffic_counters_left_behind():
     yield
     import redis
 
-    from deployments.own_traffic import KEY_PREFIX
+    from deployments.own_traffic import key_prefix
 
     try:
         client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
-        keys = list(client.scan_iter(f"{KEY_PREFIX}*"))
+        keys = list(client.scan_iter(f"{key_prefix()}*"))
         if keys:
             client.delete(*keys)
         client.close()

@@ -112,7 +112,7 @@ def test_empty_charts_say_why(triton_cluster, daphne_server, page, make_user):
     dead.nodes.create(
         name="gone", http_url="http://127.0.0.1:9", metrics_url="http://127.0.0.1:9/m"
     )
-    status._client().delete(status.STATUS_KEY)  # the test Redis: as if no collector ever ran
+    status._client().delete(status.status_key())  # the test Redis: as if no collector ever ran
     login(page, base, "olga")
     page.goto(f"{base}/clusters/{quiet.name}/live/")
     note = page.locator("[data-testid=empty-chart-rate]")

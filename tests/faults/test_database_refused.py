@@ -27,7 +27,7 @@ def _forget_errors(cluster: str, node: str) -> None:
 
     client = redis.Redis.from_url(settings.REDIS_URL)
     try:
-        client.hdel(status.ERRORS_KEY, f"{cluster}{status.SEPARATOR}{node}")
+        client.hdel(status.errors_key(), f"{cluster}{status.SEPARATOR}{node}")
     finally:
         client.close()
 

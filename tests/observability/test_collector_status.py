@@ -15,7 +15,7 @@ from telemetry.runner import CollectorRunner
 @pytest.mark.django_db(transaction=True)
 def test_collector_runner_records_each_tick_and_counts_failed_scrapes(settings, client):
     client_redis = redis.Redis.from_url(settings.REDIS_URL)
-    client_redis.delete(status.STATUS_KEY, status.ERRORS_KEY)
+    client_redis.delete(status.status_key(), status.errors_key())
     (port,) = free_ports(1)  # nothing listens there: every scrape fails
     cluster = TritonCluster.objects.create(name="edge", environment="staging")
     TritonNode.objects.create(
@@ -35,5 +35,5 @@ def test_collector_runner_records_each_tick_and_counts_failed_scrapes(settings, 
         body = client.get("/metrics").content.decode()
         assert 'switchyard_collector_scrape_errors_total{cluster="edge",node="gone"} 3.0' in body
     finally:
-        client_redis.delete(status.STATUS_KEY, status.ERRORS_KEY)
+        client_redis.delete(status.status_key(), status.errors_key())
         client_redis.close()

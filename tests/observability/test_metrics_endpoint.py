@@ -38,9 +38,9 @@ def redis_clean(settings):
     queue = f"test-metrics-{uuid.uuid4().hex[:8]}"
     settings.SWITCHYARD_METRICS_QUEUES = [queue]
     client = redis.Redis.from_url(settings.REDIS_URL)
-    client.delete(status.STATUS_KEY, status.ERRORS_KEY, queue)
+    client.delete(status.status_key(), status.errors_key(), queue)
     yield client, queue
-    client.delete(status.STATUS_KEY, status.ERRORS_KEY, queue)
+    client.delete(status.status_key(), status.errors_key(), queue)
     client.close()
 
 
