@@ -88,11 +88,15 @@ OPERATION_NOTES = {
     "GET /api/v1/clusters/{name}/router/": "What the cluster's router does now: running, nodes, "
     "each release route's split.",
     "POST /api/v1/clusters/{name}/models/{model}/unload/": "Unload a model from every node of "
-    "the cluster (202 with the deployment's id).",
+    "the cluster (202 with the deployment's id); 409 naming every ensemble serving there "
+    "that calls it (unload those first).",
     "GET /api/v1/deployments/": "Deployments, newest first; `?model=&cluster=&state=&since=`.",
     "POST /api/v1/deployments/": "Make this version the only serving one of its model on the "
     "cluster: 202 `{id, state, finished, outcome}`; follow it at `GET /api/v1/deployments/{id}/`. "
-    "On a production cluster its success moves the `production` alias.",
+    "On a production cluster its success moves the `production` alias. 409 when it would "
+    "leave an ensemble serving on the cluster without a step (replacing the version a step "
+    "pins), or when the version is an ensemble whose steps do not serve there yet (each "
+    "named: deploy the steps first).",
     "GET /api/v1/deployments/{deployment_id}/": "State, per-node outcome and timings; `?wait=` "
     "holds the answer until it finishes (at most 60 s).",
     # Releases

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from accounts.errors import ApplicationError
 from audit.services import audit_record
-from deployments import leases, node_keys
+from deployments import leases, node_keys, selectors
 from deployments.backends import backend_refusal
 from deployments.models import (
     Deployment,
@@ -34,6 +34,7 @@ from integrations.metrics_source import MetricsSettingsError
 from integrations.paths import PathError
 from integrations.routers.settings import RouterSettingsError
 from integrations.secrets import SecretError
+from integrations.triton.model_config.graph import ensemble_steps, serves_step
 from integrations.triton.restricted import NodeKeyError
 from models_registry.models import Model, ModelVersion
 from models_registry.services import PRODUCTION_ALIAS, RegistryError, alias_set
@@ -294,6 +295,59 @@ def refuse_if_busy(cluster: TritonCluster, model: Model) -> None:
     _refuse_running_deployment(cluster, model)
 
 
+def refuse_if_graph_breaks(
+    cluster: TritonCluster, model: Model, version: ModelVersion | None
+) -> None:
+    """409 when making `cluster` serve exactly `version` of `model` (nothing: an unload)
+    would leave an ensemble there without a step: unloading a step an ensemble serving on
+    the cluster calls, replacing the version it pins, or deploying an ensemble before its
+    steps serve there. The message names each ensemble and step; the errors list them."""
+    serving_now = [version.version] if version is not None else []
+    broken = [
+        (ensemble, step)
+        for ensemble, step in selectors.ensembles_calling(cluster=cluster, model=model.name)
+        if ensemble.model_id != model.pk and not serves_step(step, serving_now)
+    ]
+    if broken:
+        what = "Unloading" if version is None else f"Serving only v{version.version} of"
+        listed = "; ".join(f"{e.model.name} v{e.version} calls {step}" for e, step in broken)
+        message = (
+            f"{what} {model.name} on {cluster.name} would leave ensembles there without a "
+            f"step: {listed}. Unload or change those ensembles first."
+        )
+        raise DeploymentError(
+            message,
+            status=409,
+            errors=[
+                {"field": "model", "message": message},
+                *(
+                    {
+                        "field": "model",
+                        "message": f"{e.model.name} v{e.version} (ensemble) calls {step} "
+                        f"on {cluster.name}.",
+                    }
+                    for e, step in broken
+                ),
+            ],
+        )
+    if version is None:
+        return
+    served = selectors.desired_state(cluster=cluster)
+    missing = [
+        step
+        for step in ensemble_steps(version.config_json)
+        if not serves_step(step, served.get(step.model, []))
+    ]
+    if missing:
+        listed = ", ".join(str(step) for step in missing)
+        raise DeploymentError(
+            f"{model.name} v{version.version} is an ensemble whose steps must serve on "
+            f"{cluster.name} first: {listed} does not. Deploy its steps, then the ensemble.",
+            status=409,
+            field="version",
+        )
+
+
 def _refuse_running_deployment(cluster: TritonCluster, model: Model) -> None:
     busy = Deployment.objects.filter(
         cluster=cluster,
@@ -321,6 +375,7 @@ def deployment_create(
     with transaction.atomic():
         TritonCluster.objects.select_for_update().get(pk=cluster.pk)
         refuse_if_busy(cluster, model)
+        refuse_if_graph_breaks(cluster, model, version)
         previous = [v.version for v in serving_versions(cluster=cluster, model=model)]
         deployment = Deployment.objects.create(
             cluster=cluster,

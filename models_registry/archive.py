@@ -12,6 +12,7 @@ folder is allowed around each):
 import gzip
 import os
 import posixpath
+import re
 import stat
 import tarfile
 import zipfile
@@ -292,8 +293,16 @@ def _is_version_name(name: str) -> bool:
     return name.isdigit()
 
 
-def _split_layout(paths: list[str]) -> tuple[str | None, list[str]]:
-    """(version folder or None, version-relative paths); refuses ambiguous layouts."""
+# An ensemble's version is its config alone: Triton runs its steps, no file of its own (the
+# config's checks, integrations/triton/model_config/checks.py, hold it to a real ensemble).
+_ENSEMBLE = re.compile(r"""^\s*platform\s*:\s*["']ensemble["']""", re.MULTILINE)
+
+
+def _split_layout(
+    paths: list[str], *, files_optional: bool = False
+) -> tuple[str | None, list[str]]:
+    """(version folder or None, version-relative paths); refuses ambiguous layouts, and a
+    version without files unless `files_optional` (an ensemble's: version 1 then)."""
     others = [p for p in paths if p != CONFIG_NAME]
     top_files = [p for p in others if "/" not in p]
     folders = sorted({p.split("/", 1)[0] for p in others if "/" in p})
@@ -313,6 +322,8 @@ def _split_layout(paths: list[str]) -> tuple[str | None, list[str]]:
             f"the archive holds {len(numeric)} version folders ({', '.join(numeric)}): "
             "upload one version at a time"
         )
+    if not numeric and files_optional:
+        return None, []
     if not numeric:
         raise ArchiveRefused(
             "no version files: add a version folder (e.g. 1/model.py) or "
@@ -350,11 +361,14 @@ def extract_upload(fileobj: BinaryIO, *, limits: ArchiveLimits) -> ExtractedUplo
             raise ArchiveRefused("files outside the model folder: put everything in one folder")
         if CONFIG_NAME not in relative:
             raise ArchiveRefused("the archive has no config.pbtxt at its top level")
-        folder, version_paths = _split_layout(list(relative))
+        config = _relabel(relative[CONFIG_NAME], CONFIG_NAME, role="config")
+        text = _read_config(config)
+        folder, version_paths = _split_layout(
+            list(relative), files_optional=bool(_ENSEMBLE.search(text))
+        )
         prefix = f"{folder}/" if folder else ""
         files = [_relabel(relative[prefix + p], p) for p in sorted(version_paths)]
-        config = _relabel(relative[CONFIG_NAME], CONFIG_NAME, role="config")
-        return ExtractedUpload(_read_config(config), config, files, folder, staging)
+        return ExtractedUpload(text, config, files, folder, staging)
     except BaseException:
         staging.discard()
         raise

@@ -1,0 +1,115 @@
+"""Ensembles on real Triton nodes: pushed after their steps, answering through them, and a
+push that would leave an ensemble without a step refused with the ensemble named
+(deployments/services.py `refuse_if_graph_breaks`)."""
+
+import io
+
+import numpy as np
+import pytest
+from rest_framework.test import APIClient
+
+from deployments.models import Deployment
+from deployments.services import cluster_create, deployment_create, node_create
+from models_registry.services import model_create, model_version_register, team_create
+from tests.deploying import pushed
+from tests.nodes import keyed_client
+from tests.registry.archives import register_risk_score_as, tar_gz
+
+pytestmark = [pytest.mark.triton, pytest.mark.django_db]
+
+
+def _ensemble_config(step_version: int) -> bytes:
+    return f"""name: "risk_pipeline"
+platform: "ensemble"
+max_batch_size: 64
+input [ {{ name: "TXN" data_type: TYPE_FP32 dims: [ 128 ] }} ]
+output [ {{ name: "RISK" data_type: TYPE_FP32 dims: [ 1 ] }} ]
+ensemble_scheduling {{
+  step [
+    {{
+      model_name: "risk_step"
+      model_version: {step_version}
+      input_map {{ key: "FEATURES" value: "TXN" }}
+      output_map {{ key: "SCORE" value: "RISK" }}
+    }}
+  ]
+}}
+""".encode()
+
+
+@pytest.fixture
+def world(triton_cluster, settings, tmp_path, make_user):
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
+    rita = make_user("rita", role="release-managers")
+    ada = make_user("ada", role="algorithm")
+    team_create(name="fraud", actor=ada)
+    step = model_create(name="risk_step", team="fraud", actor=ada)
+    steps = [register_risk_score_as(step, ada, variant) for variant in (1, 2)]
+    pipeline = model_create(name="risk_pipeline", team="fraud", actor=ada)
+    archive = tar_gz([("config.pbtxt", _ensemble_config(1)), ("1", "dir", None)])
+    ensemble = model_version_register(model=pipeline, archive=io.BytesIO(archive), actor=ada)
+    cluster = cluster_create(
+        actor=rita,
+        name="graphs",
+        environment="staging",
+        router={"driver": "none"},
+        api_key=triton_cluster.node_key.value,
+    )
+    for node in triton_cluster.nodes:
+        node_create(
+            cluster=cluster,
+            actor=rita,
+            name=node.name,
+            http_url=node.http_url,
+            grpc_url=node.grpc_url,
+        )
+    yield {"rita": rita, "cluster": cluster, "steps": steps, "ensemble": ensemble}
+    for model in ("risk_pipeline", "risk_step"):  # the session's nodes serve other tests
+        for node in triton_cluster.nodes:
+            keyed_client(node).unload(model)
+
+
+def _refusal(user, body: dict, path: str = "/api/v1/deployments/") -> dict:
+    api = APIClient()
+    api.force_authenticate(user)
+    answer = api.post(path, body, format="json")
+    assert answer.status_code == 409, answer.content
+    return answer.json()
+
+
+def test_an_ensemble_waits_for_its_steps_and_keeps_them(world, triton_cluster):
+    rita, cluster, ensemble = world["rita"], world["cluster"], world["ensemble"]
+    early = _refusal(rita, {"cluster": "graphs", "model": "risk_pipeline", "version": 1})
+    assert "risk_step v1 does not" in early["errors"][0]["message"]
+    assert not Deployment.objects.filter(cluster=cluster, model=ensemble.model).exists()
+
+    pushed(deployment_create(cluster=cluster, version=world["steps"][0], actor=rita))
+    pushed(deployment_create(cluster=cluster, version=ensemble, actor=rita))
+    features = np.random.default_rng(7).random((1, 128), dtype=np.float32)
+    for node in triton_cluster.nodes:  # the ensemble answers through its step on every node
+        client = keyed_client(node)
+        through = client.infer("risk_pipeline", {"TXN": features}).outputs["RISK"]
+        direct = client.infer("risk_step", {"FEATURES": features}, version=1).outputs["SCORE"]
+        assert through.shape == (1, 1) and np.allclose(through, direct)
+
+    unload = _refusal(rita, {}, path="/api/v1/clusters/graphs/models/risk_step/unload/")
+    assert "risk_pipeline v1 calls risk_step v1" in unload["errors"][0]["message"]
+    assert unload["errors"][1] == {
+        "field": "model",
+        "message": "risk_pipeline v1 (ensemble) calls risk_step v1 on graphs.",
+    }
+    replace = _refusal(rita, {"cluster": "graphs", "model": "risk_step", "version": 2})
+    assert "Serving only v2 of risk_step" in replace["errors"][0]["message"]
+    # Refused before anything was queued: the step still serves and the ensemble answers.
+    assert Deployment.objects.filter(cluster=cluster, model__name="risk_step").count() == 1
+    for node in triton_cluster.nodes:
+        assert keyed_client(node).infer("risk_pipeline", {"TXN": features}).outputs[
+            "RISK"
+        ].shape == (1, 1)
+
+    # Once the ensemble is gone, its step may go too.
+    pushed(deployment_create(cluster=cluster, version=None, model=ensemble.model, actor=rita))
+    pushed(
+        deployment_create(cluster=cluster, version=None, model=world["steps"][0].model, actor=rita)
+    )
