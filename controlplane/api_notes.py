@@ -118,7 +118,10 @@ OPERATION_NOTES = {
     "calls, versioned URLs); above `analysis.max_unrouted_share` (default 0.05, on at least "
     "`analysis.min_requests` requests) it answers 409 on `confirm_unrouted`, naming the share "
     'and the unprotected clients, unless `"confirm_unrouted": true` (then recorded in '
-    "`unrouted.at_start`, a release event and the audit row).",
+    "`unrouted.at_start`, a release event and the audit row). An ensemble serving on the "
+    "cluster that calls the model makes it a 409 on "
+    "`candidate_version` naming the ensemble (a step is not judged on its ensembles' "
+    "traffic yet): ship such a step with deployments.",
     "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events; "
     "`?wait=` holds the answer until it finishes (at most 60 s).",
     "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "

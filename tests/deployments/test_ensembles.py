@@ -108,6 +108,19 @@ def test_an_ensemble_waits_for_its_steps_and_keeps_them(world, triton_cluster):
             "RISK"
         ].shape == (1, 1)
 
+    # A release of the step would take away the version the ensemble pins at promotion (an
+    # ensemble on the newest would send it all its requests): refused, even as a dry run.
+    release = {
+        "cluster": "graphs",
+        "model": "risk_step",
+        "candidate_version": 2,
+        "strategy": "blue_green",
+        "require_benchmark": False,
+        "dry_run": True,
+    }
+    refused = _refusal(rita, release, path="/api/v1/releases/")
+    assert "risk_pipeline v1 calls risk_step v1: it pins v1" in refused["errors"][0]["message"]
+
     # Once the ensemble is gone, its step may go too.
     pushed(deployment_create(cluster=cluster, version=None, model=ensemble.model, actor=rita))
     pushed(
