@@ -16,6 +16,7 @@ from console.benchmark_views import benchmark_context
 from console.paging import paged
 from console.pbtxt import highlight_pbtxt
 from deployments.selectors import model_live_where
+from integrations.triton.model_config.graph import ensemble_steps
 from models_registry import selectors, services
 from models_registry.services import RegistryError
 from models_registry.sla import sla_warning
@@ -211,6 +212,12 @@ def version_detail(request, name, version):
         "previous": previous,
         "diff": _config_diff(previous, found),
         "max_batch_size": int(found.config_json.get("max_batch_size", 0)),
+        "steps": ensemble_steps(found.config_json),
+        "called_by": [
+            (ensemble, step)
+            for ensemble, step in selectors.ensembles_calling_model(name=model.name)
+            if step.version in (None, found.version)
+        ],
         "can_write": _can_write(request.user, model),
         **benchmark_context(request.user, found),
     }

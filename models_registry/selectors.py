@@ -3,6 +3,7 @@
 from django.db.models import Count, F, Prefetch, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
+from integrations.triton.model_config.graph import Step, ensemble_steps
 from models_registry.models import Alias, Model, ModelVersion, Team
 
 
@@ -132,6 +133,19 @@ def model_version_or_404(*, model_name: str, version: int) -> ModelVersion:
     if found is None:
         raise Http404(f"Model '{model_name}' has no version {version}.")
     return found
+
+
+def ensembles_calling_model(*, name: str) -> list[tuple[ModelVersion, Step]]:
+    """Every registered ensemble version with a step on model `name`, with that step."""
+    ensembles = ModelVersion.objects.filter(config_json__platform="ensemble").select_related(
+        "model"
+    )
+    return [
+        (version, step)
+        for version in ensembles.order_by("model__name", "version")
+        for step in ensemble_steps(version.config_json)
+        if step.model == name
+    ]
 
 
 def model_version_previous(*, version: ModelVersion) -> ModelVersion | None:

@@ -126,3 +126,18 @@ def test_an_ensemble_waits_for_its_steps_and_keeps_them(world, triton_cluster):
     pushed(
         deployment_create(cluster=cluster, version=None, model=world["steps"][0].model, actor=rita)
     )
+
+
+def test_the_version_pages_draw_the_pipeline_and_name_who_calls_a_step(world, client):
+    """No node needed: the pages read the stored configs."""
+    client.force_login(world["rita"])
+    page = client.get("/models/risk_pipeline/versions/1/").content.decode()
+    graph = page.split('data-testid="ensemble-graph"')[1].split("</ol>")[0]
+    assert graph.index("request") < graph.index("risk_step") < graph.index("response")
+    assert 'href="/models/risk_step/"' in graph and "v1" in graph
+    pinned = client.get("/models/risk_step/versions/1/").content.decode()
+    called = pinned.split('data-testid="called-by"')[1].split("</ul>")[0]
+    assert 'href="/models/risk_pipeline/versions/1/"' in called and "pinned" in called
+    other = client.get("/models/risk_step/versions/2/").content.decode()
+    assert 'data-testid="called-by"' not in other  # the ensemble pins v1, not v2
+    assert 'data-testid="ensemble-graph"' not in pinned  # a step is no ensemble
