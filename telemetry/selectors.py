@@ -78,25 +78,10 @@ def prometheus_clusters() -> list[PrometheusCluster]:
     return out
 
 
-def metric_series(
-    *,
-    since: datetime,
-    until: datetime | None = None,
-    cluster: str = "",
-    model: str = "",
-    version: str = "",
-    node: str = "",
-) -> list[dict]:
-    """Per-minute points per (cluster, model, version), summed over nodes unless `node`."""
-    return series.model_series(
-        since=since,
-        until=until,
-        cluster=cluster,
-        model=model,
-        version=version,
-        node=node,
-        step=resolution.MINUTE,
-    )[1]
+def metric_series(**where) -> list[dict]:
+    """Per-minute points per (cluster, model, version), summed over nodes unless `node`
+    (`since` and optional `until`, `cluster`, `model`, `version`, `node`)."""
+    return series.model_series(**where, step=resolution.MINUTE)[1]
 
 
 def node_series(*, since: datetime, cluster: str, node: str = "") -> list[dict]:

@@ -198,27 +198,11 @@ def _picked(known: dict[str, str], fields) -> dict[str, str]:
     return {f: known[f] for f in fields} if fields else dict(known)
 
 
-def model_series(
-    *,
-    since: datetime,
-    until: datetime | None = None,
-    cluster: str = "",
-    model: str = "",
-    version: str = "",
-    node: str = "",
-    step: resolution.Step | None = None,
-) -> tuple[resolution.Step, list[dict]]:
+def model_series(**where) -> tuple[resolution.Step, list[dict]]:
     """(step, points per (bucket, cluster, model, version)), summed over nodes unless
-    `node`, oldest first; the step is picked for the range unless given."""
-    step, text = model_json(
-        since=since,
-        until=until,
-        cluster=cluster,
-        model=model,
-        version=version,
-        node=node,
-        step=step,
-    )
+    `node`, oldest first; the step is picked for the range unless given. Takes
+    `model_json`'s arguments but `shape` and `fields` (every figure)."""
+    step, text = model_json(**where)
     return step, json.loads(text)
 
 
