@@ -140,6 +140,7 @@ def cluster_detail(request, name):
     if status["is_stale"]:
         cluster_status_refresh_request(cluster=cluster)
     recent = list(selectors.deployments_recent(cluster=cluster, limit=10))
+    can_deploy = _can_deploy(request.user)
     context = {
         "cluster": cluster,
         "status": status,
@@ -156,8 +157,8 @@ def cluster_detail(request, name):
         "currency": settings.SWITCHYARD_CURRENCY,
         # The running one's per-node progress shows here too, not only where it started.
         "running_deployment": next((d for d in recent if not d.is_finished), None),
-        "can_deploy": _can_deploy(request.user),
-        "deployable": version_choices(),
+        "can_deploy": can_deploy,
+        "deployable": version_choices() if can_deploy else [],  # only the form lists them
     }
     return render(request, "console/clusters/detail.html", context)
 
