@@ -2,7 +2,10 @@
 
 Who may read it: a client presenting `Authorization: Bearer <SWITCHYARD_METRICS_TOKEN>`
 (when that setting is not empty), or any client whose address lies in
-SWITCHYARD_METRICS_ALLOWED_NETWORKS (default: loopback only). The exposition holds names,
+SWITCHYARD_METRICS_ALLOWED_NETWORKS (default: loopback only). Behind a reverse proxy the
+address is the client's as the proxy settings decide it (SWITCHYARD_CLIENT_IP_HEADER,
+SWITCHYARD_PROXY_COUNT), so every client coming through the proxy is not taken for the
+proxy's own address. The exposition holds names,
 phases and counts, never secrets, but fleet layout is still nobody else's business.
 """
 
@@ -17,6 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
+from accounts.client_ip import client_ip
 from observability.exposition import render
 
 
@@ -29,8 +33,10 @@ def _has_token(request: HttpRequest) -> bool:
 
 
 def _from_allowed_network(request: HttpRequest) -> bool:
+    """The client's address (accounts/client_ip.py: behind a proxy the operator declared,
+    the one it forwards, never the proxy's own) lies in the allowed networks."""
     try:
-        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+        address = ipaddress.ip_address(client_ip(request))
     except ValueError:
         return False
     networks = settings.SWITCHYARD_METRICS_ALLOWED_NETWORKS

@@ -156,6 +156,21 @@ def test_metrics_refuse_other_networks_unless_the_bearer_token_matches(client, s
     assert client.get("/metrics").status_code == 401
 
 
+def test_behind_a_declared_proxy_the_forwarded_client_address_is_judged(client, settings):
+    """The proxy connects from inside the allowed network: a client it forwards from outside
+    is refused, one from inside answered."""
+    settings.SWITCHYARD_METRICS_TOKEN = ""
+    settings.SWITCHYARD_METRICS_ALLOWED_NETWORKS = ["10.0.0.0/8"]
+    settings.SWITCHYARD_CLIENT_IP_HEADER = "HTTP_X_REAL_IP"
+    proxy = {"REMOTE_ADDR": "10.0.0.2"}
+    assert client.get("/metrics", HTTP_X_REAL_IP="203.0.113.9", **proxy).status_code == 401
+    assert client.get("/metrics", HTTP_X_REAL_IP="10.1.2.3", **proxy).status_code == 200
+    settings.SWITCHYARD_CLIENT_IP_HEADER = ""
+    settings.SWITCHYARD_PROXY_COUNT = 1
+    forwarded = {**proxy, "HTTP_X_FORWARDED_FOR": "10.9.9.9, 198.51.100.7"}
+    assert client.get("/metrics", **forwarded).status_code == 401  # the last hop's client
+
+
 def test_metrics_with_no_token_set_refuse_an_empty_bearer(client, settings):
     settings.SWITCHYARD_METRICS_TOKEN = ""
     response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer ", REMOTE_ADDR="10.1.2.3")
