@@ -20,9 +20,11 @@ from rest_framework.test import APIClient
 from audit.models import AuditEvent
 from deployments.executor import deployment_run
 from deployments.services import deployment_create
+from integrations.routers.access_log import last_lines, router_counts
 from models_registry.services import model_create
 from releases import routing
 from releases.models import Release, ReleaseEvent
+from releases.routing import access_log_path
 from releases.services import release_action
 from telemetry.collector import Collector, ScrapeSource
 from telemetry.selectors import scrape_targets
@@ -156,9 +158,22 @@ def test_direct_and_grpc_clients_refuse_a_start_until_confirmed_and_show_in_ever
     )
 
     def before_start():
+        began = time.time()
         http_infer(router_url, model, 20)  # through the split a release would apply
         http_infer(nodes[0].http_url, model, 24)  # straight to a node
         grpc_infer(grpc_router, model, 16)  # through the router, but gRPC: passed through
+        # nginx writes a request's line once it ended: the last may lag its answer a moment.
+        log = access_log_path(world["cluster"])
+        wait_for(
+            lambda: (
+                router_counts(last_lines(log, 1 << 20)[0], lambda ts: ts >= began - 1).split.get(
+                    model, 0
+                )
+                >= 20
+            ),
+            timeout_s=30,
+            what="the router's log of the 20 split requests",
+        )
 
     collected(before_start)
 
