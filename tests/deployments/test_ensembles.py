@@ -9,10 +9,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from deployments.models import Deployment
-from deployments.services import cluster_create, deployment_create, node_create
+from deployments.services import cluster_create, deployment_create
 from models_registry.services import model_create, model_version_register, team_create
 from tests.deploying import pushed
-from tests.nodes import keyed_client
+from tests.nodes import keyed_client, register_nodes
 from tests.registry.archives import register_risk_score_as, tar_gz
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
@@ -56,14 +56,7 @@ def world(triton_cluster, settings, tmp_path, make_user):
         router={"driver": "none"},
         api_key=triton_cluster.node_key.value,
     )
-    for node in triton_cluster.nodes:
-        node_create(
-            cluster=cluster,
-            actor=rita,
-            name=node.name,
-            http_url=node.http_url,
-            grpc_url=node.grpc_url,
-        )
+    register_nodes(cluster, triton_cluster.nodes, actor=rita)
     yield {"rita": rita, "cluster": cluster, "steps": steps, "ensemble": ensemble}
     for model in ("risk_pipeline", "risk_step"):  # the session's nodes serve other tests
         for node in triton_cluster.nodes:
