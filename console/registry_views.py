@@ -16,7 +16,7 @@ from console.benchmark_views import benchmark_context
 from console.paging import paged
 from console.pbtxt import highlight_pbtxt
 from deployments.selectors import model_live_where
-from integrations.triton.model_config.graph import ensemble_steps
+from integrations.triton.model_config.graph import ensemble_steps, serves_step
 from models_registry import selectors, services
 from models_registry.services import RegistryError
 from models_registry.sla import sla_warning
@@ -216,7 +216,7 @@ def version_detail(request, name, version):
         "called_by": [
             (ensemble, step)
             for ensemble, step in selectors.ensembles_calling_model(name=model.name)
-            if step.version in (None, found.version)
+            if serves_step(step, [found.version])
         ],
         "can_write": _can_write(request.user, model),
         **benchmark_context(request.user, found),

@@ -305,7 +305,7 @@ def _load(client: TritonClient, plan: LoadPlan) -> None:
     """client.load, and Triton's answer for an ensemble whose steps were uploaded read from
     readiness: Triton looks for the steps in its repository folders, logs that it found
     none and answers INTERNAL "failed to poll from model repository", yet loads the
-    ensemble over the steps it has (measured on 24.x CPU builds). Then the ensemble's
+    ensemble over the steps it has (measured on Triton 2.51, docs/TRITON.md). Then the ensemble's
     versions READY within a moment are the load's success; otherwise its error stands."""
     try:
         client.load(plan.model, config_json=plan.config_json, files=plan.files)

@@ -17,9 +17,10 @@ from deployments.models import (
 )
 from integrations.concurrency import fan_out
 from integrations.triton.errors import TritonError
-from integrations.triton.model_config.graph import Step, ensemble_steps
+from integrations.triton.model_config.graph import Step
 from integrations.triton.restricted import answers_without_key
 from models_registry.models import Model, ModelVersion
+from models_registry.selectors import ensembles_calling_model
 
 
 def cluster_list() -> QuerySet[TritonCluster]:
@@ -45,15 +46,8 @@ def desired_state(*, cluster: TritonCluster) -> dict[str, list[int]]:
 def ensembles_calling(*, cluster: TritonCluster, model: str) -> list[tuple[ModelVersion, Step]]:
     """The ensemble versions that must serve on `cluster` with a step on `model`, each with
     that step (integrations/triton/model_config/graph.py)."""
-    ensembles = ModelVersion.objects.filter(
-        serving__state__cluster=cluster, config_json__platform="ensemble"
-    ).select_related("model")
-    return [
-        (version, step)
-        for version in ensembles.order_by("model__name", "version")
-        for step in ensemble_steps(version.config_json)
-        if step.model == model
-    ]
+    serving = ModelVersion.objects.filter(serving__state__cluster=cluster)
+    return ensembles_calling_model(name=model, among=serving)
 
 
 def desired_states(*, clusters: list[TritonCluster]) -> dict[int, dict[str, list[int]]]:

@@ -135,11 +135,13 @@ def model_version_or_404(*, model_name: str, version: int) -> ModelVersion:
     return found
 
 
-def ensembles_calling_model(*, name: str) -> list[tuple[ModelVersion, Step]]:
-    """Every registered ensemble version with a step on model `name`, with that step."""
-    ensembles = ModelVersion.objects.filter(config_json__platform="ensemble").select_related(
-        "model"
-    )
+def ensembles_calling_model(
+    *, name: str, among: QuerySet[ModelVersion] | None = None
+) -> list[tuple[ModelVersion, Step]]:
+    """Every registered ensemble version (of `among` when given) with a step on model
+    `name`, with that step."""
+    versions = ModelVersion.objects.all() if among is None else among
+    ensembles = versions.filter(config_json__platform="ensemble").select_related("model")
     return [
         (version, step)
         for version in ensembles.order_by("model__name", "version")

@@ -4,9 +4,9 @@ Who may read it: a client presenting `Authorization: Bearer <SWITCHYARD_METRICS_
 (when that setting is not empty), or any client whose address lies in
 SWITCHYARD_METRICS_ALLOWED_NETWORKS (default: loopback only). Behind a reverse proxy the
 address is the client's as the proxy settings decide it (SWITCHYARD_CLIENT_IP_HEADER,
-SWITCHYARD_PROXY_COUNT), so every client coming through the proxy is not taken for the
-proxy's own address. The exposition holds names,
-phases and counts, never secrets, but fleet layout is still nobody else's business.
+SWITCHYARD_PROXY_COUNT): a client coming through the proxy is never taken for the proxy
+itself. The exposition holds names, phases and counts, never secrets, but fleet layout is
+still nobody else's business.
 """
 
 from __future__ import annotations

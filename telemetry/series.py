@@ -193,9 +193,12 @@ _MODEL_KEYS_SQL = {"cluster": "g.cluster_name", "model": "g.model_name", "versio
 _NODE_KEYS_SQL = {"cluster": "g.cluster_name", "node": "g.node_name"}
 
 
-def _picked(known: dict[str, str], fields) -> dict[str, str]:
-    """The SQL of `fields` (all of `known` when empty), only ever from `known`."""
-    return {f: known[f] for f in fields} if fields else dict(known)
+def _written(grouped, keys: dict[str, str], known: dict[str, str], *, shape: str, fields) -> str:
+    """The grouped rows as JSON points, or as arrays per series (`shape="series"`), holding
+    the SQL of `fields` (all of `known` when empty), only ever taken from `known`."""
+    figures = {f: known[f] for f in fields} if fields else dict(known)
+    write = _columns_json if shape == "series" else _points_json
+    return write(grouped, keys, figures)
 
 
 def model_series(**where) -> tuple[resolution.Step, list[dict]]:
@@ -231,8 +234,7 @@ def model_json(
         step=step,
         max_points=max_points,
     )
-    write = _columns_json if shape == "series" else _points_json
-    return step, write(grouped, _MODEL_KEYS_SQL, _picked(MODEL_SQL, fields))
+    return step, _written(grouped, _MODEL_KEYS_SQL, MODEL_SQL, shape=shape, fields=fields)
 
 
 def node_series(
@@ -258,8 +260,7 @@ def node_json(
     step, grouped = _node_grouped(
         since=since, cluster=cluster, node=node, step=step, max_points=max_points
     )
-    write = _columns_json if shape == "series" else _points_json
-    return step, write(grouped, _NODE_KEYS_SQL, _picked(NODE_SQL, fields))
+    return step, _written(grouped, _NODE_KEYS_SQL, NODE_SQL, shape=shape, fields=fields)
 
 
 def answer(
