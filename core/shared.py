@@ -68,6 +68,10 @@ def shared_value(
         return compute()  # no shared cache: every caller computes on its own
     if is_mine:
         try:
+            # The one who held the lock before may have stored between our read and our lock.
+            entry = _read(key)
+            if entry is not None and time.time() - entry["at"] < fresh_s:
+                return entry["value"]
             return _compute_and_store(key, compute, max(keep_s, fresh_s))
         finally:
             try:

@@ -35,10 +35,26 @@ def reading(*, at: float, log_offset: int, nodes: dict[str, dict[str, dict]]) ->
     return {"at": at, "log_offset": log_offset, "nodes": nodes}
 
 
-def opened(mark: list, start: dict, carried: dict | None = None) -> dict:
+def opened(
+    mark: list, start: dict, carried: dict | None = None, *, routed_at: float | None = None
+) -> dict:
     """A new interval of `mark`, starting at the reading `start`, with the fast guard's
-    counts of the intervals before it (`carried`, see `totals`)."""
-    return {"marker": mark, "start": start, "carried": carried or {}}
+    counts of the intervals before it (`carried`, see `totals`). `routed_at`: when the
+    router began serving the interval's weight, where that came after `start` (the tick
+    that moved it read the nodes first); latencies are compared from then only."""
+    out = {"marker": mark, "start": start, "carried": carried or {}}
+    if routed_at is not None and routed_at > start.get("at", 0.0):
+        out["routed_at"] = routed_at
+    return out
+
+
+def latency_since(interval: dict) -> float:
+    """From when an interval's per-request latencies are compared: both versions served
+    at the interval's weight. Before it the router still split by the previous weight, so a
+    version's share of that stretch would be compared with the other's under the new one
+    (at 100 % the baseline's last requests before the switch against the candidate's
+    after it, the router's reload among them)."""
+    return max(float(interval["start"]["at"]), float(interval.get("routed_at") or 0.0))
 
 
 def totals(interval: dict | None, seen: dict[str, tuple[int, int]]) -> dict[str, list[int]]:

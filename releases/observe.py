@@ -131,8 +131,12 @@ class RouterInterval:
     with the interval's traffic.
     """
 
-    def __init__(self, log: Path, offset: int, since: float, model: str) -> None:
+    def __init__(
+        self, log: Path, offset: int, since: float, model: str, latency_since: float = 0.0
+    ) -> None:
         self.log, self.since, self.model = log, since, model
+        # Requests before it are counted, their latencies not (interval.latency_since).
+        self.latency_since = latency_since
         self._tail = AccessLogTail(log, offset)
         self.requests: dict[int, int] = {}
         self.errors: dict[int, int] = {}
@@ -141,14 +145,17 @@ class RouterInterval:
 
     def read(self) -> "RouterInterval":
         if self.log.exists() and self.log.stat().st_size < self._tail.offset:
-            self.__init__(self.log, 0, self.since, self.model)  # rotated: read it all again
+            # rotated: read it all again
+            self.__init__(self.log, 0, self.since, self.model, self.latency_since)
         for line in self._tail.read_lines():
             routed = parse_routed(line, self.model)
             if routed is None or routed[1] < self.since:
                 continue
-            version, _, request_time_s, failed = routed
+            version, ts, request_time_s, failed = routed
             self.requests[version] = self.requests.get(version, 0) + 1
             self.errors[version] = self.errors.get(version, 0) + failed
+            if ts < self.latency_since:
+                continue
             latency = request_time_s * 1000.0
             self.latencies_ms.setdefault(version, []).append(latency)
             if not failed:
@@ -170,23 +177,28 @@ _INTERVALS: OrderedDict[tuple, RouterInterval] = OrderedDict()
 _INTERVALS_KEPT = 16
 
 
-def _router_interval(log: Path | None, start: dict, model: str) -> RouterInterval | None:
+def _router_interval(
+    log: Path | None, start: dict, model: str, latency_since: float
+) -> RouterInterval | None:
     """The router's view of the interval that started at `start`, brought up to date."""
     if log is None or not log.exists() or not start.get("at"):
         return None
-    key = (str(log), int(start.get("log_offset", 0)), float(start["at"]), model)
-    seen = _INTERVALS.pop(key, None) or RouterInterval(log, key[1], key[2], model)
+    key = (str(log), int(start.get("log_offset", 0)), float(start["at"]), model, latency_since)
+    seen = _INTERVALS.pop(key, None) or RouterInterval(log, key[1], key[2], model, key[4])
     _INTERVALS[key] = seen.read()
     while len(_INTERVALS) > _INTERVALS_KEPT:
         _INTERVALS.popitem(last=False)
     return seen
 
 
-def interval_metrics(release, views: dict[str, NodeView], start: dict) -> dict[str, Metrics]:
-    """Baseline and candidate traffic since `start`, from Triton and from the router."""
+def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[str, Metrics]:
+    """Baseline and candidate traffic since the interval `opened` started, from Triton and
+    from the router; the router's latencies from `interval.latency_since` (a version with
+    requests but none since has no p99 of the router's: none to compare)."""
+    start = opened["start"]
     nodes = live_counters(views)
     log = access_log_path(release.cluster)
-    router = _router_interval(log, start, release.model.name)
+    router = _router_interval(log, start, release.model.name, interval.latency_since(opened))
     out: dict = {"latencies": {}}
     for role, version in (
         ("baseline", release.baseline.version),

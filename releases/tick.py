@@ -13,6 +13,7 @@ when it is judged (`releases/interval.py`), the gates (`releases/analysis.py`), 
 
 import copy
 import logging
+import time
 
 from django.db import transaction
 from django.utils import timezone
@@ -176,7 +177,7 @@ def _judge(release: Release, views: dict, mark: observe.LogMark) -> dict:
         release.interval = interval.opened(step_mark, observe.counters_now(views, mark), carried)
         return {}
     start = release.interval["start"]
-    metrics = observe.interval_metrics(release, views, start)
+    metrics = observe.interval_metrics(release, views, release.interval)
     seen = {role: metrics[role].worst_counts() for role in ("candidate", "baseline")}
     totals = interval.totals(release.interval, seen)
     release.interval = {
@@ -196,7 +197,10 @@ def _open_if_moved(release: Release, state, views: dict, mark: observe.LogMark) 
     step_mark = interval.marker(state.step_index, state.candidate_weight)
     if (release.interval or {}).get("marker") != step_mark:
         carried = _carried(release, views)
-        release.interval = interval.opened(step_mark, observe.counters_now(views, mark), carried)
+        # The router serves the new weight from now (its apply waits for nginx to say so).
+        release.interval = interval.opened(
+            step_mark, observe.counters_now(views, mark), carried, routed_at=time.time()
+        )
 
 
 def _carried(release: Release, views: dict) -> dict:
@@ -205,7 +209,7 @@ def _carried(release: Release, views: dict) -> dict:
     closing = release.interval or {}
     if not closing.get("start"):
         return interval.totals(closing, {})
-    metrics = observe.interval_metrics(release, views, closing["start"])
+    metrics = observe.interval_metrics(release, views, closing)
     seen = {role: metrics[role].worst_counts() for role in ("candidate", "baseline")}
     return interval.totals(closing, seen)
 

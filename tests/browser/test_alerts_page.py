@@ -3,6 +3,7 @@ release manager acknowledges; the cluster, node and model pages show their open 
 and a node flagged for a leak says what helps."""
 
 import pytest
+from playwright.sync_api import expect
 
 from deployments.services import cluster_create, node_create
 from health.services import Finding, alert_fire
@@ -49,11 +50,13 @@ def test_badge_filters_acknowledge_and_alerts_on_the_object_pages(live_server, p
     _sign_in(page, live_server.url, "ada")
     assert page.inner_text("[data-testid=alerts-badge]") == "2"
     page.click("[data-testid=alerts-link]")
-    assert page.locator("[data-testid=alert-row]").count() == 2
+    page.wait_for_url(f"{live_server.url}/alerts/")
+    expect(page.locator("[data-testid=alert-row]")).to_have_count(2)
     assert page.locator("[data-testid=alert-ack]").count() == 0  # not a release manager
     page.select_option("#f-kind", "leak_suspected")
     page.click("[data-testid=alert-filters] button")
-    assert page.locator("[data-testid=alert-row]").count() == 1
+    page.wait_for_url("**/alerts/?*kind=leak_suspected*")
+    expect(page.locator("[data-testid=alert-row]")).to_have_count(1)
     assert "LD_PRELOAD" in page.inner_text("[data-testid=alert-remedy]")
 
     page.goto(f"{live_server.url}/models/risk_score/")
@@ -61,12 +64,14 @@ def test_badge_filters_acknowledge_and_alerts_on_the_object_pages(live_server, p
     page.goto(f"{live_server.url}/clusters/prod/")
     assert page.locator("[data-testid=alert-row]").count() == 2
     page.click("[data-testid=node-card] >> text=n1")
-    assert page.locator("[data-testid=alert-row]").count() == 1
+    page.wait_for_url("**/nodes/**")
+    expect(page.locator("[data-testid=alert-row]")).to_have_count(1)
     assert "jemalloc" in page.inner_text("[data-testid=leak-remedy]")
 
     page.click("text=Sign out")
     _sign_in(page, live_server.url, "rita")
     page.click("[data-testid=alerts-link]")
+    page.wait_for_url(f"{live_server.url}/alerts/")
     page.locator(
         "[data-testid=alert-row][data-kind=silent_failure] [data-testid=alert-ack]"
     ).click()

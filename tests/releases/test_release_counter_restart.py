@@ -133,7 +133,7 @@ def test_a_node_restarted_mid_release_feeds_the_gates_no_made_up_interval(
         renewed_n = _requests(renewed)
         _wait_for_requests(victim, "rel_restart", "1", more_than=renewed_n + 20)
         views = observe.nodes_view(cluster, "rel_restart", 2)
-        metrics = observe.interval_metrics(release, views, start)
+        metrics = observe.interval_metrics(release, views, release.interval)
 
     expected = sum(
         _requests(view.counters["1"]) - _requests(start["nodes"][name]["1"])

@@ -81,3 +81,45 @@ def test_client_counts_leave_the_control_planes_own_requests_out():
     start = _start({"a": {"1": {"success": 5.0, "failure": 0.0}}})  # read without Redis
     now = {"a": {"1": {"success": 9.0, "failure": 0.0, "own_success": 2.0, "own_failure": 0.0}}}
     assert interval.client_counts(interval.delta(start, now, "1")) == (4.0, 0.0)
+
+
+def test_latencies_are_compared_from_when_the_router_served_the_intervals_weight():
+    start = _start({}, at=100.0)
+    # Opened by the tick that moved the weight: the router served it from 100.4.
+    moved = interval.opened(interval.marker(2, 100.0), start, routed_at=100.4)
+    assert interval.latency_since(moved) == 100.4
+    # Opened after a verdict at the same weight: from its start.
+    assert interval.latency_since(interval.opened(interval.marker(2, 100.0), start)) == 100.0
+    # A routed_at before the start (a clock read earlier) is no later start.
+    early = interval.opened(interval.marker(2, 100.0), start, routed_at=99.0)
+    assert "routed_at" not in early and interval.latency_since(early) == 100.0
+    # Rebasing a restarted node keeps it.
+    rebased = {**moved, "start": interval.rebased(start, {})}
+    assert interval.latency_since(rebased) == 100.4
+
+
+def test_the_routers_interval_counts_every_request_and_times_those_after_the_switch(tmp_path):
+    from releases.observe import RouterInterval
+
+    log = tmp_path / "access.log"
+    lines = [
+        # (ts, version, request time s): two of the baseline's before the router switched
+        # to 100 % at 100.5, the candidate's after (one slow, the reload's).
+        (100.1, 1, 0.002),
+        (100.2, 1, 0.002),
+        (100.6, 2, 0.009),
+        (100.7, 2, 0.003),
+    ]
+    log.write_text(
+        "".join(
+            f'{{"ts":"{ts}","status":"200","upstream_status":"200","request_time":"{s}",'
+            f'"model":"m","version":"{v}"}}\n'
+            for ts, v, s in lines
+        )
+    )
+    seen = RouterInterval(log, 0, 100.0, "m", latency_since=100.5).read()
+    assert seen.requests == {1: 2, 2: 2}
+    assert seen.p99_ms(1) is None  # nothing of the baseline's at this weight to compare
+    assert seen.ok_latencies_ms(2) == [9.0, 3.0]
+    everything = RouterInterval(log, 0, 100.0, "m").read()
+    assert everything.ok_latencies_ms(1) == [2.0, 2.0]
