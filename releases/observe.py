@@ -221,6 +221,7 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
             router_requests=router.requests[version] if seen else None,
             router_errors=router.errors[version] if seen else None,
             p99_from="router" if seen else "triton",
+            p99_samples=len(router.latencies_ms.get(version, [])) if seen else None,
         )
     # No router (blue/green for every client at once): nothing to go around.
     out["unrouted"] = (

@@ -293,6 +293,31 @@ def test_p99s_from_different_sources_are_not_compared() -> None:
     assert v.result == "fail" and "p99 5 > 1.3×3.1" in v.reason
 
 
+def test_router_p99s_over_too_few_latencies_are_not_compared_with_the_baseline() -> None:
+    # ~10 req/s at 50 %: a 2 s interval holds ten of each; the p99 is the slowest one.
+    candidate = Metrics(
+        requests=10,
+        avg_ms=5.0,
+        p99_ms=37.0,
+        router_requests=10,
+        p99_from="router",
+        p99_samples=10,
+    )
+    baseline = replace(candidate, avg_ms=4.9, p99_ms=5.0, p99_samples=11)
+    v = analyze(candidate, baseline, SLA(p99_latency_ms=100), min_requests=5, latency_tolerance=5)
+    assert v.result == "pass", v.reason
+    assert "p99 37 vs baseline 5 not compared: 10 < 20 latencies" in v.reason
+    # The SLA still judges it, and the avg against the baseline.
+    v = analyze(candidate, baseline, SLA(p99_latency_ms=30), min_requests=5, latency_tolerance=5)
+    assert v.result == "fail" and v.reason == "p99 37 > 30"
+    # From 20 latencies a side it is compared.
+    enough = replace(candidate, p99_samples=20)
+    v = analyze(
+        enough, replace(baseline, p99_samples=20), SLA(), min_requests=5, latency_tolerance=5
+    )
+    assert v.result == "fail" and "p99 37 > 5×5" in v.reason
+
+
 def test_the_p99_check_is_judged_by_a_bootstrap_of_the_p99_not_by_a_shift_of_all_requests():
     rng = np.random.default_rng(7)
     base_l = _latencies(rng, 1.0, 3000)

@@ -303,22 +303,22 @@ def test_release_ticks_read_each_log_line_once_from_the_interval_start(tmp_path)
     start = {"at": 2.0, "log_offset": log.stat().st_size}
     with open(log, "a") as out:
         out.write(log_line(ts=3.0, version="1") + "\n" + log_line(ts=3.5)[:20])  # half a line
-    seen = observe._router_interval(log, start, "risk")
+    seen = observe._router_interval(log, start, "risk", 0.0)
     assert seen.requests == {1: 1} and seen.errors == {1: 0}
     with open(log, "a") as out:  # nginx finishes the line and writes more
         out.write(log_line(ts=3.5, rt="0.020")[20:] + "\n")
         out.write(log_line(ts=4.0, status=502, upstream="502", rt="0.500") + "\n")
         out.write(log_line(ts=4.1, model="other") + "\n")  # another model's route
         out.write(log_line(ts=1.5) + "\n")  # logged late, finished before the interval
-    seen = observe._router_interval(log, start, "risk")
+    seen = observe._router_interval(log, start, "risk", 0.0)
     assert seen.requests == {1: 1, 2: 2} and seen.errors == {1: 0, 2: 1}
     assert seen.ok_latencies_ms(2) == pytest.approx([20.0])  # the failed request left out
     assert seen.p99_ms(2) == pytest.approx(500.0)  # ... but not from the latency gate
-    again = observe._router_interval(log, start, "risk")
+    again = observe._router_interval(log, start, "risk", 0.0)
     assert again is seen and again.requests == {1: 1, 2: 2}  # nothing read twice
     log.write_text(log_line(ts=5.0) + "\n")  # rotated: shorter than what was read
-    assert observe._router_interval(log, start, "risk").requests == {2: 1}
-    assert observe._router_interval(log, {"at": 2.0, "log_offset": 0}, "other").requests == {}
+    assert observe._router_interval(log, start, "risk", 0.0).requests == {2: 1}
+    assert observe._router_interval(log, {"at": 2.0, "log_offset": 0}, "other", 0.0).requests == {}
 
 
 def test_a_state_without_nodes_renders_a_503_instead_of_an_empty_upstream():
