@@ -95,8 +95,12 @@ OPERATION_NOTES = {
     "cluster: 202 `{id, state, finished, outcome}`; follow it at `GET /api/v1/deployments/{id}/`. "
     "On a production cluster its success moves the `production` alias. 409 when it would "
     "leave an ensemble serving on the cluster without a step (replacing the version a step "
-    "pins), or when the version is an ensemble whose steps do not serve there yet (each "
-    "named: deploy the steps first).",
+    "pins). An ensemble whose steps serve nothing there yet is deployed with them: each step "
+    "gets a deployment of its own (its pinned version, else its `production` alias, else its "
+    "newest that passed or skipped its smoke test), run first; the ensemble's `waits_for` "
+    "lists them and it runs once they succeeded (fails unrun when one failed). 409 naming "
+    "the path when a step cannot be: not registered, failed its smoke test, busy, or its "
+    "model serving other versions there.",
     "GET /api/v1/deployments/{deployment_id}/": "State, per-node outcome and timings; `?wait=` "
     "holds the answer until it finishes (at most 60 s).",
     # Releases

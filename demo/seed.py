@@ -22,6 +22,7 @@ from deployments.services import (
     node_remove,
     serving_versions,
 )
+from integrations.triton.model_config.graph import ensemble_steps
 from models_registry.models import Model, Team
 from models_registry.services import (
     Provenance,
@@ -57,6 +58,32 @@ DEMO_MODELS = (
         ["nlp", "text"],
         {"p99_latency_ms": 50, "min_success_rate": 99.0},
         [(1, "v1", "bag of words")],
+    ),
+    # The support pipeline: an ensemble of ticket_clean -> ticket_router -> ticket_priority.
+    # Deployed alone, it brings its steps (deployments/services.py `ensemble_steps_planned`).
+    (
+        "ticket_clean",
+        "support",
+        "Cleans a ticket's text for the classifier (the support pipeline's first step).",
+        ["nlp", "text", "pipeline-step"],
+        {"p99_latency_ms": 20, "min_success_rate": 99.0},
+        [(1, "v1", "quotes, signatures, links and addresses dropped")],
+    ),
+    (
+        "ticket_priority",
+        "support",
+        "A ticket's queue and priority from its label (the support pipeline's last step).",
+        ["nlp", "pipeline-step"],
+        {"p99_latency_ms": 20, "min_success_rate": 99.0},
+        [(1, "v1", "unsure labels go to triage")],
+    ),
+    (
+        "ticket_triage",
+        "support",
+        "The support pipeline: ticket text in, queue and priority out (a Triton ensemble).",
+        ["nlp", "text", "ensemble"],
+        {"p99_latency_ms": 80, "min_success_rate": 99.0},
+        [(1, "v1", "ticket_clean -> ticket_router -> ticket_priority")],
     ),
 )
 
@@ -205,8 +232,11 @@ def demo_seed(*, base_port: int, nodes: int = 2, key_ref: str = "") -> list[str]
         base_port=base_port, nodes=nodes, actor=admin, key_ref=key_ref
     )
     lines += demo_smoke_cluster_register(port=base_port + 3 * nodes, actor=admin, key_ref=key_ref)
-    for version in demo_models_register(actor=admin):
-        if serving_versions(cluster=cluster, model=version.model):
+    first = demo_models_register(actor=admin)
+    # A step of an ensemble is deployed with it, before it.
+    steps = {step.model for version in first for step in ensemble_steps(version.config_json)}
+    for version in first:
+        if version.model.name in steps or serving_versions(cluster=cluster, model=version.model):
             continue
         try:
             deployment_create(cluster=cluster, version=version, actor=admin)

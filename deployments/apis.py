@@ -313,6 +313,16 @@ def _done(deployment) -> str:
     return f"every node of the cluster serves the target versions ({versions})"
 
 
+def _waits_for_field() -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.IntegerField(),
+        source="waits_for_ids",
+        read_only=True,
+        help_text="Deployments that must succeed before this one runs: the steps of an "
+        "ensemble that served nothing on the cluster, deployed with it (steps first).",
+    )
+
+
 class DeploymentAcceptedSerializer(serializers.Serializer):
     """202 of a queued deployment or unload: GET /api/v1/deployments/{id}/?wait=60 follows it."""
 
@@ -324,6 +334,7 @@ class DeploymentAcceptedSerializer(serializers.Serializer):
     status = serializers.ChoiceField(
         choices=DEPLOYMENT.states, help_text="Deprecated (API 2.0.0): read `state`."
     )
+    waits_for = _waits_for_field()
 
 
 class ClusterStatusApi(APIView):
@@ -372,6 +383,7 @@ class DeploymentSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     nodes = DeploymentNodeSerializer(many=True)
+    waits_for = _waits_for_field()
 
 
 class DeploymentFilters(ListFilters):

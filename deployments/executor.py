@@ -7,6 +7,9 @@ fails naming the node. Otherwise the desired state becomes {target}; after a sho
 the previous versions are retired with a second load (Triton lets in-flight requests on
 them finish, docs/TRITON.md §api). Unload: unload everywhere, desired state := nothing.
 
+A deployment that waits for others (an ensemble's steps, deployed with it) runs once they
+all succeeded, each one's finish queueing it again; one that failed fails it unrun.
+
 Time between "run" and "serving everywhere" is what users wait for (bench/push_fleet.py), so
 the work around the loads is kept off that path: stored files are re-hashed once per
 deployment and the bytes shared by every plan and node, the LOADING mark and the outcomes
@@ -26,7 +29,12 @@ from deployments import leases, push, serving
 from deployments.backends import BackendRefused
 from deployments.models import Deployment, DeploymentNode
 from deployments.node_status import cluster_status_refresh_quietly
-from deployments.services import deployment_finish, deployment_nodes_record, serving_state_set
+from deployments.services import (
+    deployment_blocked,
+    deployment_finish,
+    deployment_nodes_record,
+    serving_state_set,
+)
 from integrations.concurrency import fan_out
 from models_registry.models import ModelVersion
 
@@ -43,6 +51,14 @@ def deployment_run(*, deployment_id: int) -> Deployment:
         )
         if deployment.is_finished:
             return deployment
+        blocked = deployment_blocked(deployment)
+        if blocked is None:  # a step still deploying: its finish queues this one again
+            return deployment
+        if blocked:
+            DeploymentNode.objects.filter(deployment=deployment).update(
+                status=Status.SKIPPED, error="not run", updated_at=timezone.now()
+            )
+            return deployment_finish(deployment, ok=False, error=blocked)
         deployment.status = Deployment.Status.RUNNING
         deployment.started_at = deployment.started_at or timezone.now()
         deployment.heartbeat_at = timezone.now()

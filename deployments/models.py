@@ -206,6 +206,12 @@ class Deployment(models.Model):
     # Set when its task could not be queued (the broker was out of reach); the sweep queues
     # it again and clears this (deployments/leases.py).
     unqueued_since = models.DateTimeField(null=True, blank=True)
+    # The deployments that must succeed first: an ensemble's steps that served nothing on
+    # the cluster, deployed with it (deployments/services.py `deployment_create`). Each one's
+    # finish queues this one again; one that failed fails this one unrun.
+    waits_for = models.ManyToManyField(
+        "self", symmetrical=False, blank=True, related_name="waited_by"
+    )
 
     class Meta:
         # Lists are newest first, a page at a time: the index walks them (no sort of the table).
@@ -219,6 +225,11 @@ class Deployment(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+    @property
+    def waits_for_ids(self) -> list[int]:
+        """The ids of the deployments it waits for, in order (prefetch `waits_for`)."""
+        return sorted(d.pk for d in self.waits_for.all())
 
 
 class DeploymentNode(models.Model):

@@ -301,22 +301,26 @@ def _count_native_warmups(node, client: TritonClient, model: str, before: dict) 
 _POLL_FAILED = "failed to poll from model repository"
 
 
-def _load(client: TritonClient, plan: LoadPlan) -> None:
-    """client.load, and Triton's answer for an ensemble whose steps were uploaded read from
+def plan_load(
+    client: TritonClient, plan: LoadPlan, *, name: str = "", config_json: str = ""
+) -> None:
+    """client.load of the plan (under `name` with `config_json` when given: a temporary
+    model's), and Triton's answer for an ensemble whose steps were uploaded read from
     readiness: Triton looks for the steps in its repository folders, logs that it found
     none and answers INTERNAL "failed to poll from model repository", yet loads the
     ensemble over the steps it has (measured on Triton 2.51, docs/TRITON.md). Then the ensemble's
     versions READY within a moment are the load's success; otherwise its error stands."""
+    name = name or plan.model
     try:
-        client.load(plan.model, config_json=plan.config_json, files=plan.files)
+        client.load(name, config_json=config_json or plan.config_json, files=plan.files)
     except TritonError as exc:
         if plan.config_dict.get("platform") != "ensemble" or _POLL_FAILED not in str(exc):
             raise
         try:
-            client.wait_ready(plan.model, plan.versions, timeout_s=2.0, via_grpc=True)
+            client.wait_ready(name, plan.versions, timeout_s=2.0, via_grpc=True)
         except TritonError:
             raise exc from None
-        logger.info("%s: Triton answered %r, yet its versions are READY", plan.model, str(exc))
+        logger.info("%s: Triton answered %r, yet its versions are READY", name, str(exc))
 
 
 @memory_watched("load")
@@ -329,7 +333,7 @@ def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutc
         with client_for(node) as client:
             before = _ready_successes(client, plan.model) if plan.warmup_files else {}
             start = time.perf_counter()
-            _load(client, plan)
+            plan_load(client, plan)
             client.wait_ready(
                 plan.model,
                 plan.versions,

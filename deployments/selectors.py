@@ -131,7 +131,11 @@ def status_of(cluster: TritonCluster, nodes: list[TritonNode], live: dict[int, d
 def deployment_get(*, deployment_id: int) -> Deployment | None:
     return (
         Deployment.objects.select_related("cluster", "model", "version", "requested_by")
-        .prefetch_related(Prefetch("nodes", DeploymentNode.objects.select_related("node")))
+        .prefetch_related(
+            Prefetch("nodes", DeploymentNode.objects.select_related("node")),
+            Prefetch("waits_for", Deployment.objects.select_related("model")),
+            Prefetch("waited_by", Deployment.objects.select_related("model")),
+        )
         .filter(pk=deployment_id)
         .first()
     )
@@ -171,7 +175,9 @@ def model_live_where(*, model: Model) -> list[dict]:
 def deployment_list(**filters) -> QuerySet[Deployment]:
     """Deployments newest first, narrowed by `accounts.pagination.filtered`'s filters."""
     qs = Deployment.objects.select_related("cluster", "model", "version", "requested_by")
-    qs = qs.prefetch_related(Prefetch("nodes", DeploymentNode.objects.select_related("node")))
+    qs = qs.prefetch_related(
+        Prefetch("nodes", DeploymentNode.objects.select_related("node")), "waits_for"
+    )
     return filtered(qs, **filters)
 
 

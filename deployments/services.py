@@ -36,6 +36,7 @@ from integrations.routers.settings import RouterSettingsError
 from integrations.secrets import SecretError
 from integrations.triton.model_config.graph import ensemble_steps, serves_step
 from integrations.triton.restricted import NodeKeyError
+from models_registry import selectors as registry_selectors
 from models_registry.models import Model, ModelVersion
 from models_registry.services import PRODUCTION_ALIAS, RegistryError, alias_set
 
@@ -330,22 +331,63 @@ def refuse_if_graph_breaks(
                 ),
             ],
         )
-    if version is None:
-        return
+
+
+# An ensemble's steps may be ensembles: how deep `ensemble_steps_planned` follows them.
+MAX_GRAPH_DEPTH = 8
+
+
+def ensemble_steps_planned(cluster: TritonCluster, version: ModelVersion) -> list[ModelVersion]:
+    """The versions to deploy before ensemble `version` on `cluster`, steps before the
+    ensembles that call them: each step whose model serves nothing there yet (its pinned
+    version, else the registry's pick: `models_registry.selectors.step_version`); [] for a
+    model that is no ensemble or whose steps all serve. 409 naming the path when a step
+    cannot be planned: not registered, its model serving other versions there (never
+    replaced as a side effect), busy, or two steps asking one model at two versions."""
     served = selectors.desired_state(cluster=cluster)
-    missing = [
-        step
-        for step in ensemble_steps(version.config_json)
-        if not serves_step(step, served.get(step.model, []))
-    ]
-    if missing:
-        listed = ", ".join(str(step) for step in missing)
-        raise DeploymentError(
-            f"{model.name} v{version.version} is an ensemble whose steps must serve on "
-            f"{cluster.name} first: {listed} does not. Deploy its steps, then the ensemble.",
+    planned: list[ModelVersion] = []
+
+    def refuse(path: list[str], why: str) -> DeploymentError:
+        return DeploymentError(
+            f"{version.model.name} v{version.version} cannot be deployed on {cluster.name} with "
+            f"its steps: {' → '.join(path)}: {why}",
             status=409,
             field="version",
         )
+
+    def visit(ensemble: ModelVersion, path: list[str], names: list[str]) -> None:
+        if len(path) > MAX_GRAPH_DEPTH:
+            raise refuse(path, f"ensembles nested more than {MAX_GRAPH_DEPTH} deep.")
+        for step in ensemble_steps(ensemble.config_json):
+            here = [*path, str(step)]
+            chosen = next((v for v in planned if v.model.name == step.model), None)
+            if chosen is not None:
+                if not serves_step(step, [chosen.version]):
+                    raise refuse(here, f"another step needs v{chosen.version} of it.")
+                continue
+            serving = served.get(step.model, [])
+            if serves_step(step, serving):
+                continue
+            if serving:
+                listed = ", ".join(f"v{n}" for n in serving)
+                raise refuse(
+                    here,
+                    f"{step.model} serves {listed} there; deploy {step} first if it "
+                    "should replace them.",
+                )
+            if step.model in names:
+                raise refuse(here, "the graph calls itself.")
+            found = registry_selectors.step_version(step=step)
+            if found is None:
+                raise refuse(here, "no such version is registered.")
+            if found.status == ModelVersion.Status.SMOKE_FAILED:
+                raise refuse(here, f"v{found.version} failed its smoke test.")
+            refuse_if_busy(cluster, found.model)
+            visit(found, here, [*names, step.model])
+            planned.append(found)
+
+    visit(version, [f"{version.model.name} v{version.version}"], [version.model.name])
+    return planned
 
 
 def _refuse_running_deployment(cluster: TritonCluster, model: Model) -> None:
@@ -370,31 +412,58 @@ def deployment_create(
     nodes = list(cluster.nodes.all())
     if not nodes:
         raise DeploymentError(f"Cluster {cluster.name} has no nodes.", field="cluster")
-    if version is not None and (reason := backend_refusal(cluster, [version])):
-        raise DeploymentError(reason + ".", field="version")
     with transaction.atomic():
         TritonCluster.objects.select_for_update().get(pk=cluster.pk)
         refuse_if_busy(cluster, model)
         refuse_if_graph_breaks(cluster, model, version)
-        previous = [v.version for v in serving_versions(cluster=cluster, model=model)]
-        deployment = Deployment.objects.create(
-            cluster=cluster,
-            model=model,
-            version=version,
-            requested_by=actor,
-            kind=Deployment.Kind.DEPLOY if version else Deployment.Kind.UNLOAD,
-            previous_versions=previous,
-            target_versions=[version.version] if version else [],
-        )
-        DeploymentNode.objects.bulk_create(
-            DeploymentNode(deployment=deployment, node=node, node_name=node.name) for node in nodes
-        )
-        audit_record(
-            actor=actor,
-            action=f"deployment.{deployment.kind}_requested",
-            obj=deployment,
-            details={"previous": previous},
-        )
+        steps = ensemble_steps_planned(cluster, version) if version is not None else []
+        if version is not None and (reason := backend_refusal(cluster, [*steps, version])):
+            raise DeploymentError(reason + ".", field="version")
+        made: dict[str, Deployment] = {}
+        for step in steps:  # steps before the ensembles calling them
+            made[step.model.name] = _deployment_record(
+                cluster, step.model, step, actor, nodes, made
+            )
+        deployment = _deployment_record(cluster, model, version, actor, nodes, made)
+    return deployment
+
+
+def _deployment_record(
+    cluster: TritonCluster,
+    model: Model,
+    version: ModelVersion | None,
+    actor,
+    nodes: list,
+    made: Mapping[str, Deployment],
+) -> Deployment:
+    """One deployment row, its nodes and its audit record, queued once committed unless it
+    waits for the deployments `made` of the steps its version calls."""
+    previous = [v.version for v in serving_versions(cluster=cluster, model=model)]
+    deployment = Deployment.objects.create(
+        cluster=cluster,
+        model=model,
+        version=version,
+        requested_by=actor,
+        kind=Deployment.Kind.DEPLOY if version else Deployment.Kind.UNLOAD,
+        previous_versions=previous,
+        target_versions=[version.version] if version else [],
+    )
+    DeploymentNode.objects.bulk_create(
+        DeploymentNode(deployment=deployment, node=node, node_name=node.name) for node in nodes
+    )
+    steps = ensemble_steps(version.config_json) if version is not None else []
+    waits_for = [made[step.model] for step in steps if step.model in made]
+    deployment.waits_for.set(waits_for)
+    details: dict[str, Any] = {"previous": previous}
+    if waits_for:
+        details["waits_for"] = [d.pk for d in waits_for]
+    audit_record(
+        actor=actor,
+        action=f"deployment.{deployment.kind}_requested",
+        obj=deployment,
+        details=details,
+    )
+    if not waits_for:
         transaction.on_commit(lambda: _enqueue(deployment.pk))
     return deployment
 
@@ -457,7 +526,25 @@ def deployment_finish(deployment: Deployment, *, ok: bool, error: str = "") -> D
         )
         if ok:
             _production_alias_follows(deployment)
+        # Those waiting for it run now (or fail unrun, when it failed).
+        for waiting in deployment.waited_by.filter(status=Deployment.Status.PENDING):
+            transaction.on_commit(lambda pk=waiting.pk: _enqueue(pk))
     return deployment
+
+
+def deployment_blocked(deployment: Deployment) -> str | None:
+    """Why a pending deployment may not run yet: "" when every deployment it waits for
+    succeeded (or it waits for none), None while one is still pending or running, else
+    the failure that stops it for good (one failed)."""
+    before = list(deployment.waits_for.select_related("model", "version"))
+    failed = [d for d in before if d.status == Deployment.Status.FAILED]
+    if failed:
+        return "; ".join(
+            f"Not run: deployment {d.pk} ({d}) it waited for failed: {d.error}" for d in failed
+        )
+    if any(not d.is_finished for d in before):
+        return None
+    return ""
 
 
 def _production_alias_follows(deployment: Deployment) -> None:

@@ -1,5 +1,7 @@
 """Smoke validation: load a new version on one node under a temporary name, infer once with
-generated inputs, record latency and output shapes in its validation report, unload.
+generated inputs, record latency and output shapes in its validation report, unload. An
+ensemble's steps are loaded first, each under a temporary name of its own that the
+ensemble's config is rewritten to call, so its answer comes through its steps.
 
 A version's code is untrusted until it passed (docs/SECURITY.md): the smoke node is a node
 (not marked down) of a staging cluster, or of SWITCHYARD_SMOKE_CLUSTER, that serves no
@@ -13,6 +15,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
@@ -25,6 +28,8 @@ from deployments.validation import tensor_limits
 from integrations.triton.errors import TritonError
 from integrations.triton.exits import child_exit, child_serving
 from integrations.triton.inputs import generate_inputs
+from integrations.triton.model_config.graph import ensemble_steps
+from models_registry import selectors as registry_selectors
 from models_registry.models import ModelVersion
 
 log = logging.getLogger(__name__)
@@ -65,41 +70,87 @@ def smoke_node(version: ModelVersion | None = None) -> tuple[TritonNode | None, 
     return node, ""
 
 
-def _plan(version: ModelVersion) -> tuple[str, str, push.LoadPlan]:
+@dataclass(frozen=True)
+class _Load:
+    """One model the smoke loads: a temporary name, the config it is loaded with, its plan."""
+
+    name: str
+    config_json: str
+    plan: push.LoadPlan
+    version: ModelVersion
+
+
+# How deep the smoke follows ensembles whose steps are ensembles.
+_MAX_DEPTH = 8
+
+
+def _graph(version: ModelVersion, depth: int = 0) -> list[_Load]:
+    """What the smoke of `version` loads, steps first: the version under a temporary name,
+    and for an ensemble each step (the version a cluster would get:
+    models_registry.selectors.step_version) under one of its own, the ensemble's config
+    calling them by those names. ValueError when a step has no registered version."""
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"ensembles nested more than {_MAX_DEPTH} deep")
+    loads: list[_Load] = []
+    renamed: dict[str, str] = {}
+    for step in ensemble_steps(version.config_json):
+        found = registry_selectors.step_version(step=step)
+        if found is None:
+            raise ValueError(f"its step {step} has no registered version")
+        if step.model not in renamed:
+            below = _graph(found, depth + 1)
+            loads += below
+            renamed[step.model] = below[-1].name
     plan = push.build_plan([version], upload=True)
     temp_name = temporary.smoke_name(version.model.name, version.version)
     config = json.loads(plan.config_json)
     config["name"] = temp_name
-    return temp_name, json.dumps(config), plan
+    for step in (config.get("ensemble_scheduling") or {}).get("step") or []:
+        step["model_name"] = renamed.get(step.get("model_name"), step.get("model_name"))
+    return [*loads, _Load(temp_name, json.dumps(config), plan, version)]
+
+
+def _unload_all(client, names: list[str]) -> None:
+    for name in reversed(names):  # an ensemble before its steps
+        client.unload(name)
 
 
 def _run(node: TritonNode, version: ModelVersion) -> dict:
-    temp_name, config_json, plan = _plan(version)
+    loads = _graph(version)
+    top = loads[-1]
     pid = child_serving(node.http_url)  # before the load: a dead node listens nowhere
+    loaded: list[str] = []
     with push.client_for(node) as client:
-        start = time.perf_counter()
-        with _watching(client, pid, "load (its warm-up inference)"):
-            client.load(temp_name, config_json=config_json, files=plan.files)
-        load_ms = (time.perf_counter() - start) * 1000
         try:
-            sample = generate_inputs(plan.config_dict, limits=tensor_limits())
+            start = time.perf_counter()
+            for load in loads:
+                with _watching(client, pid, "load (its warm-up inference)"):
+                    push.plan_load(client, load.plan, name=load.name, config_json=load.config_json)
+                loaded.append(load.name)
+            load_ms = (time.perf_counter() - start) * 1000
+            sample = generate_inputs(top.plan.config_dict, limits=tensor_limits())
             with _watching(client, pid, "inference"):
-                with own_traffic.counted(node, temp_name, version.version, own_traffic.SMOKE):
-                    result = client.infer(temp_name, sample, version=version.version)
+                with own_traffic.counted(node, top.name, version.version, own_traffic.SMOKE):
+                    result = client.infer(top.name, sample, version=version.version)
         except NodeLost:
             raise
         except BaseException:
-            client.unload(temp_name)
+            _unload_all(client, loaded)
             raise
-        client.unload(temp_name)
-    return {
+        _unload_all(client, loaded)
+    report = {
         "passed": True,
         "node": str(node),
-        "load_ms": round(load_ms, 1),
-        "native_warmup": bool(plan.warmup_files),  # Triton ran the warm-up inside the load
+        "load_ms": round(load_ms, 1),  # the steps' loads included
+        "native_warmup": bool(top.plan.warmup_files),  # Triton ran it inside the load
         "latency_ms": round(result.latency_ms, 2),
         "output_shapes": {k: list(v.shape) for k, v in result.outputs.items()},
     }
+    if len(loads) > 1:  # an ensemble's answer through its steps
+        report["steps"] = [
+            f"{load.version.model.name} v{load.version.version}" for load in loads[:-1]
+        ]
+    return report
 
 
 @contextlib.contextmanager

@@ -10,6 +10,9 @@ serve (the desired state only changes when a deploy succeeds).
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
+
+from django.utils import timezone
 
 from deployments import leases
 from deployments.models import Deployment, DeploymentNode
@@ -39,6 +42,28 @@ def deployments_unqueued_sweep() -> list[int]:
 
     pending = Deployment.objects.filter(status=Deployment.Status.PENDING)
     return leases.requeue_unqueued(pending, run_deployment.delay, what="deployment")
+
+
+def deployments_waiting_sweep() -> list[int]:
+    """Queue again the PENDING deployments whose every prerequisite finished more than a
+    lease ago: the finish queues them at once, unless its worker died between its commit
+    and the send. Running one that may not run yet is a no-op (deployments/executor.py)."""
+    from deployments.tasks import run_deployment  # tasks import this module
+
+    cutoff = timezone.now() - timedelta(seconds=leases.lease_s())
+    stuck = (
+        Deployment.objects.filter(status=Deployment.Status.PENDING, waits_for__isnull=False)
+        .exclude(waits_for__finished_at__isnull=True)
+        .exclude(waits_for__finished_at__gt=cutoff)
+        .distinct()
+    )
+    queued = []
+    for pk in stuck.values_list("pk", flat=True):
+        if leases.enqueue_or_mark(
+            run_deployment.delay, Deployment.objects.all(), pk, what="deployment"
+        ):
+            queued.append(pk)
+    return queued
 
 
 def _finish_lost(deployment: Deployment, now) -> None:

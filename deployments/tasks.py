@@ -10,7 +10,11 @@ from deployments.models import Deployment, TritonCluster
 from deployments.node_status import cluster_status_refresh as node_status_refresh
 from deployments.reconcile import cluster_reconcile
 from deployments.smoke import model_version_smoke_validate
-from deployments.sweep import deployments_lost_sweep, deployments_unqueued_sweep
+from deployments.sweep import (
+    deployments_lost_sweep,
+    deployments_unqueued_sweep,
+    deployments_waiting_sweep,
+)
 from models_registry.models import ModelVersion
 
 log = logging.getLogger(__name__)
@@ -101,8 +105,13 @@ def discover_nodes() -> dict[str, dict[str, list[str]]]:
 @shared_task(name="deployments.sweep_lost", soft_time_limit=60, time_limit=90, ignore_result=True)
 def sweep_lost() -> int:
     """Finish RUNNING deployments whose worker died (no heartbeat for a lease) and queue again
-    those whose task never reached the broker; how many of either."""
-    return len(deployments_lost_sweep()) + len(deployments_unqueued_sweep())
+    those whose task never reached the broker or whose steps' finish was never followed by
+    their run; how many of any."""
+    return (
+        len(deployments_lost_sweep())
+        + len(deployments_unqueued_sweep())
+        + len(deployments_waiting_sweep())
+    )
 
 
 @shared_task(name="deployments.smoke_validate", soft_time_limit=300, time_limit=330)

@@ -135,6 +135,10 @@ class ModelVersion(models.Model):
         return next(entry for entry in self.manifest if entry["role"] == "config")
 
 
+# The alias that names what production serves (moved by deploys and releases there).
+PRODUCTION_ALIAS = "production"
+
+
 class Alias(models.Model):
     model = models.ForeignKey(Model, on_delete=models.CASCADE, related_name="aliases")
     name = models.CharField(max_length=50, validators=[alias_validator])

@@ -4,7 +4,7 @@ from django.db.models import Count, F, Prefetch, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from integrations.triton.model_config.graph import Step, ensemble_steps
-from models_registry.models import Alias, Model, ModelVersion, Team
+from models_registry.models import PRODUCTION_ALIAS, Alias, Model, ModelVersion, Team
 
 
 def team_list() -> QuerySet[Team]:
@@ -148,6 +148,20 @@ def ensembles_calling_model(
         for step in ensemble_steps(version.config_json)
         if step.model == name
     ]
+
+
+def step_version(*, step: Step) -> ModelVersion | None:
+    """The registered version an ensemble's step runs when a cluster serves none of its
+    model yet: its pinned version, else the version the model's `production` alias names,
+    else its newest version that did not fail its smoke test; None when there is none."""
+    versions = ModelVersion.objects.filter(model__name=step.model).select_related("model")
+    if step.version:
+        return versions.filter(version=step.version).first()
+    aliased = versions.filter(aliases__name=PRODUCTION_ALIAS).first()
+    if aliased is not None:
+        return aliased
+    healthy = versions.exclude(status=ModelVersion.Status.SMOKE_FAILED)
+    return healthy.order_by("-version").first()
 
 
 def model_version_previous(*, version: ModelVersion) -> ModelVersion | None:

@@ -24,7 +24,14 @@ from models_registry.archive import (
     ExtractedUpload,
     extract_upload,
 )
-from models_registry.models import Alias, AliasMove, Model, ModelVersion, Team
+from models_registry.models import (
+    PRODUCTION_ALIAS,
+    Alias,
+    AliasMove,
+    Model,
+    ModelVersion,
+    Team,
+)
 from models_registry.signals import protected_change, version_registered
 from models_registry.storage import (
     StagedFile,
@@ -131,7 +138,6 @@ def team_member_remove(*, team: Team, username: str, actor) -> Team:
     return team
 
 
-PRODUCTION_ALIAS = "production"
 SLA_FIELDS = ("p99_latency_ms", "min_success_rate", "max_queue_ms", "min_throughput_rps")
 
 

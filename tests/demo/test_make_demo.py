@@ -19,7 +19,9 @@ from django.db.models import Sum
 from demo.ghost import GHOST_MODEL
 from demo.management.commands import demo_run
 from demo.users import BANNER_RULE
+from deployments.models import Deployment
 from integrations.triton.local import port_is_free
+from models_registry.models import ModelVersion
 from reports.selectors import ghosts
 from telemetry.models import Rollup
 from tests.conftest import ROOT, child_environment, wait_for
@@ -159,6 +161,30 @@ def test_make_demo_is_quiet_logs_to_files_and_stops_everything(transactional_db,
         wait_for(lambda: (seen_by()["probes"] or 0) > 0, timeout_s=300, what="a probe's minute")
         assert GHOST_MODEL in {row["model"] for row in ghosts(days=7)["rows"]}, ghosts(days=7)
         assert seen_by()["clients"] == 0, seen_by()
+        # The support pipeline came with its steps, each deployed before it, and its smoke
+        # test answered through them.
+        triage = wait_for(
+            lambda: (
+                (d := Deployment.objects.filter(model__name="ticket_triage").first())
+                and d.is_finished
+                and d
+            ),
+            timeout_s=120,
+            what="the pipeline's deployment",
+        )
+        assert triage.status == "succeeded", triage.error
+        steps = sorted(d.model.name for d in triage.waits_for.all())
+        assert steps == ["ticket_clean", "ticket_priority", "ticket_router"], steps
+        smoked = wait_for(
+            lambda: (
+                (v := ModelVersion.objects.get(model__name="ticket_triage", version=1))
+                and v.validation.get("smoke")
+                and v
+            ),
+            timeout_s=120,
+            what="the pipeline's smoke test",
+        )
+        assert smoked.status == "smoke_passed", smoked.validation
         running = _demo_processes(proc.pid, var_dir)
         commands = " ".join(cmd for pid, (_, cmd) in _process_table().items() if pid in running)
         served_and_smoke = demo_run.NODES + demo_run.SMOKE_NODES  # 2 serving, 1 for smoke tests

@@ -1,6 +1,6 @@
-"""Ensembles on real Triton nodes: pushed after their steps, answering through them, and a
-push that would leave an ensemble without a step refused with the ensemble named
-(deployments/services.py `refuse_if_graph_breaks`)."""
+"""Ensembles on real Triton nodes: answering through their steps, and a push that would
+leave an ensemble without a step refused with the ensemble named (deployments/services.py
+`refuse_if_graph_breaks`)."""
 
 import io
 
@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from deployments.models import Deployment
 from deployments.services import cluster_create, deployment_create
+from deployments.smoke import model_version_smoke_validate
 from models_registry.services import model_create, model_version_register, team_create
 from tests.deploying import pushed
 from tests.nodes import keyed_client, register_nodes
@@ -57,7 +58,7 @@ def world(triton_cluster, settings, tmp_path, make_user):
         api_key=triton_cluster.node_key.value,
     )
     register_nodes(cluster, triton_cluster.nodes, actor=rita)
-    yield {"rita": rita, "cluster": cluster, "steps": steps, "ensemble": ensemble}
+    yield {"rita": rita, "ada": ada, "cluster": cluster, "steps": steps, "ensemble": ensemble}
     for model in ("risk_pipeline", "risk_step"):  # the session's nodes serve other tests
         for node in triton_cluster.nodes:
             keyed_client(node).unload(model)
@@ -71,12 +72,9 @@ def _refusal(user, body: dict, path: str = "/api/v1/deployments/") -> dict:
     return answer.json()
 
 
-def test_an_ensemble_waits_for_its_steps_and_keeps_them(world, triton_cluster):
+def test_an_ensemble_keeps_its_steps(world, triton_cluster):
+    """Steps deployed by hand first (test_ensemble_steps_first.py: deployed with it)."""
     rita, cluster, ensemble = world["rita"], world["cluster"], world["ensemble"]
-    early = _refusal(rita, {"cluster": "graphs", "model": "risk_pipeline", "version": 1})
-    assert "risk_step v1 does not" in early["errors"][0]["message"]
-    assert not Deployment.objects.filter(cluster=cluster, model=ensemble.model).exists()
-
     pushed(deployment_create(cluster=cluster, version=world["steps"][0], actor=rita))
     pushed(deployment_create(cluster=cluster, version=ensemble, actor=rita))
     features = np.random.default_rng(7).random((1, 128), dtype=np.float32)
@@ -134,3 +132,23 @@ def test_the_version_pages_draw_the_pipeline_and_name_who_calls_a_step(world, cl
     other = client.get("/models/risk_step/versions/2/").content.decode()
     assert 'data-testid="called-by"' not in other  # the ensemble pins v1, not v2
     assert 'data-testid="ensemble-graph"' not in pinned  # a step is no ensemble
+
+
+def test_an_ensembles_smoke_answers_through_its_steps_under_temporary_names(world, triton_cluster):
+    """The world's cluster serves nothing: its nodes are where smoke tests run."""
+    report = model_version_smoke_validate(version_id=world["ensemble"].pk)
+    assert report["passed"] is True, report
+    assert report["steps"] == ["risk_step v1"] and report["output_shapes"] == {"RISK": [1, 1]}
+    world["ensemble"].refresh_from_db()
+    assert world["ensemble"].status == "smoke_passed"
+    for node in triton_cluster.nodes:  # the ensemble and its step unloaded again
+        assert not [m for m in keyed_client(node).loaded_models() if "--smoke-" in m]
+
+    pinned_away = model_version_register(
+        model=world["ensemble"].model,
+        archive=io.BytesIO(tar_gz([("config.pbtxt", _ensemble_config(7)), ("1", "dir", None)])),
+        actor=world["ada"],
+    )
+    report = model_version_smoke_validate(version_id=pinned_away.pk)
+    assert report["passed"] is False
+    assert report["error"] == "its step risk_step v7 has no registered version"
