@@ -16,7 +16,12 @@ from console.benchmark_views import benchmark_context
 from console.paging import paged
 from console.pbtxt import highlight_pbtxt
 from deployments.selectors import model_live_where
-from integrations.triton.model_config.graph import ensemble_steps, serves_step
+from integrations.triton.model_config.graph import (
+    ensemble_steps,
+    is_ensemble,
+    model_calls,
+    serves_step,
+)
 from models_registry import selectors, services
 from models_registry.services import RegistryError
 from models_registry.sla import sla_warning
@@ -213,9 +218,11 @@ def version_detail(request, name, version):
         "diff": _config_diff(previous, found),
         "max_batch_size": int(found.config_json.get("max_batch_size", 0)),
         "steps": ensemble_steps(found.config_json),
+        "calls": [] if is_ensemble(found.config_json) else model_calls(found.config_json),
+        "smoke_calls": (found.validation.get("smoke") or {}).get("calls") or {},
         "called_by": [
-            (ensemble, step)
-            for ensemble, step in selectors.ensembles_calling_model(name=model.name)
+            (caller, step, is_ensemble(caller.config_json))
+            for caller, step in selectors.model_callers(name=model.name)
             if serves_step(step, [found.version])
         ],
         "can_write": _can_write(request.user, model),

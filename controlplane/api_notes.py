@@ -88,18 +88,20 @@ OPERATION_NOTES = {
     "GET /api/v1/clusters/{name}/router/": "What the cluster's router does now: running, nodes, "
     "each release route's split.",
     "POST /api/v1/clusters/{name}/models/{model}/unload/": "Unload a model from every node of "
-    "the cluster (202 with the deployment's id); 409 naming every ensemble serving there "
-    "that calls it (unload those first).",
+    "the cluster (202 with the deployment's id); 409 naming every model serving there that "
+    "calls it, an ensemble or a BLS model declaring it (unload those first).",
     "GET /api/v1/deployments/": "Deployments, newest first; `?model=&cluster=&state=&since=`.",
     "POST /api/v1/deployments/": "Make this version the only serving one of its model on the "
     "cluster: 202 `{id, state, finished, outcome}`; follow it at `GET /api/v1/deployments/{id}/`. "
     "On a production cluster its success moves the `production` alias. 409 when it would "
-    "leave an ensemble serving on the cluster without a step (replacing the version a step "
-    "pins). An ensemble whose steps serve nothing there yet is deployed with them: each step "
-    "gets a deployment of its own (its pinned version, else its `production` alias, else its "
-    "newest that passed or skipped its smoke test), run first; the ensemble's `waits_for` "
+    "leave a model serving on the cluster without one it calls (replacing the version an "
+    "ensemble's step or a BLS model's declared call pins). A version whose calls (an "
+    "ensemble's steps, a BLS model's `switchyard.calls`) serve nothing there yet is deployed "
+    "with them: each gets a deployment of its own (its pinned version, else its "
+    "`production` alias, else its newest that did not fail its smoke test), run first; "
+    "the caller's `waits_for` "
     "lists them and it runs once they succeeded (fails unrun when one failed). 409 naming "
-    "the path when a step cannot be: not registered, failed its smoke test, busy, or its "
+    "the path when a call cannot be: not registered, failed its smoke test, busy, or its "
     "model serving other versions there.",
     "GET /api/v1/deployments/{deployment_id}/": "State, per-node outcome and timings; `?wait=` "
     "holds the answer until it finishes (at most 60 s).",
@@ -122,10 +124,10 @@ OPERATION_NOTES = {
     "calls, versioned URLs); above `analysis.max_unrouted_share` (default 0.05, on at least "
     "`analysis.min_requests` requests) it answers 409 on `confirm_unrouted`, naming the share "
     'and the unprotected clients, unless `"confirm_unrouted": true` (then recorded in '
-    "`unrouted.at_start`, a release event and the audit row). An ensemble serving on the "
-    "cluster that calls the model makes it a 409 on "
-    "`candidate_version` naming the ensemble (a step is not judged on its ensembles' "
-    "traffic yet): ship such a step with deployments.",
+    "`unrouted.at_start`, a release event and the audit row). A model serving on the "
+    "cluster that calls the model (an ensemble, a BLS model) makes it a 409 on "
+    "`candidate_version` naming the caller (a called model is not judged on its callers' "
+    "traffic yet): ship it with deployments.",
     "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events; "
     "`?wait=` holds the answer until it finishes (at most 60 s).",
     "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "

@@ -16,6 +16,7 @@ RECONCILE = 7301  # one reconcile pass per cluster (key: cluster id)
 RELEASE_TICK = 7302  # one tick per release (key: release id)
 ROUTER_CHANGE = 7303  # one change of a cluster's router at a time (key: cluster id)
 SERVING_LOAD = 7304  # one serving-set load per release at a time (key: release id)
+SMOKE_NODE = 7305  # one smoke loading models under their own names per node (key: node id)
 
 
 @contextmanager

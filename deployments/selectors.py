@@ -20,7 +20,7 @@ from integrations.triton.errors import TritonError
 from integrations.triton.model_config.graph import Step
 from integrations.triton.restricted import answers_without_key
 from models_registry.models import Model, ModelVersion
-from models_registry.selectors import ensembles_calling_model
+from models_registry.selectors import model_callers
 
 
 def cluster_list() -> QuerySet[TritonCluster]:
@@ -43,11 +43,11 @@ def desired_state(*, cluster: TritonCluster) -> dict[str, list[int]]:
     return {s.model.name: s.version_numbers() for s in states}
 
 
-def ensembles_calling(*, cluster: TritonCluster, model: str) -> list[tuple[ModelVersion, Step]]:
-    """The ensemble versions that must serve on `cluster` with a step on `model`, each with
-    that step (integrations/triton/model_config/graph.py)."""
+def callers_serving(*, cluster: TritonCluster, model: str) -> list[tuple[ModelVersion, Step]]:
+    """The versions that must serve on `cluster` and call `model` (ensembles with a step on
+    it, BLS models declaring it), each with that call (model_config/graph.py)."""
     serving = ModelVersion.objects.filter(serving__state__cluster=cluster)
-    return ensembles_calling_model(name=model, among=serving)
+    return model_callers(name=model, among=serving)
 
 
 def desired_states(*, clusters: list[TritonCluster]) -> dict[int, dict[str, list[int]]]:

@@ -34,7 +34,7 @@ from integrations.metrics_source import MetricsSettingsError
 from integrations.paths import PathError
 from integrations.routers.settings import RouterSettingsError
 from integrations.secrets import SecretError
-from integrations.triton.model_config.graph import ensemble_steps, serves_step
+from integrations.triton.model_config.graph import is_ensemble, model_calls, serves_step
 from integrations.triton.restricted import NodeKeyError
 from models_registry import selectors as registry_selectors
 from models_registry.models import Model, ModelVersion
@@ -300,21 +300,21 @@ def refuse_if_graph_breaks(
     cluster: TritonCluster, model: Model, version: ModelVersion | None
 ) -> None:
     """409 when making `cluster` serve exactly `version` of `model` (nothing: an unload)
-    would leave an ensemble there without a step: unloading a step an ensemble serving on
-    the cluster calls, replacing the version it pins, or deploying an ensemble before its
-    steps serve there. The message names each ensemble and step; the errors list them."""
+    would take a model away from what calls it there: unloading a step of an ensemble
+    serving on the cluster (or a model a BLS model there declares it calls), or replacing
+    the version it pins. The message names each caller and call; the errors list them."""
     serving_now = [version.version] if version is not None else []
     broken = [
-        (ensemble, step)
-        for ensemble, step in selectors.ensembles_calling(cluster=cluster, model=model.name)
-        if ensemble.model_id != model.pk and not serves_step(step, serving_now)
+        (caller, step)
+        for caller, step in selectors.callers_serving(cluster=cluster, model=model.name)
+        if caller.model_id != model.pk and not serves_step(step, serving_now)
     ]
     if broken:
         what = "Unloading" if version is None else f"Serving only v{version.version} of"
-        listed = "; ".join(f"{e.model.name} v{e.version} calls {step}" for e, step in broken)
+        listed = "; ".join(f"{c.model.name} v{c.version} calls {step}" for c, step in broken)
         message = (
-            f"{what} {model.name} on {cluster.name} would leave ensembles there without a "
-            f"step: {listed}. Unload or change those ensembles first."
+            f"{what} {model.name} on {cluster.name} would break what calls it there: "
+            f"{listed}. Unload or change those first."
         )
         raise DeploymentError(
             message,
@@ -324,24 +324,29 @@ def refuse_if_graph_breaks(
                 *(
                     {
                         "field": "model",
-                        "message": f"{e.model.name} v{e.version} (ensemble) calls {step} "
+                        "message": f"{c.model.name} v{c.version} ({_kind(c)}) calls {step} "
                         f"on {cluster.name}.",
                     }
-                    for e, step in broken
+                    for c, step in broken
                 ),
             ],
         )
 
 
-# An ensemble's steps may be ensembles: how deep `ensemble_steps_planned` follows them.
+def _kind(caller: ModelVersion) -> str:
+    return "ensemble" if is_ensemble(caller.config_json) else "BLS"
+
+
+# What a model calls may call more: how deep `calls_planned` follows them.
 MAX_GRAPH_DEPTH = 8
 
 
-def ensemble_steps_planned(cluster: TritonCluster, version: ModelVersion) -> list[ModelVersion]:
-    """The versions to deploy before ensemble `version` on `cluster`, steps before the
-    ensembles that call them: each step whose model serves nothing there yet (its pinned
-    version, else the registry's pick: `models_registry.selectors.step_version`); [] for a
-    model that is no ensemble or whose steps all serve. 409 naming the path when a step
+def calls_planned(cluster: TritonCluster, version: ModelVersion) -> list[ModelVersion]:
+    """The versions to deploy before `version` on `cluster`, each before what calls it: each
+    model it calls (an ensemble's steps, a BLS model's declared calls, and theirs) that
+    serves nothing there yet, at its pinned version, else the registry's pick
+    (`models_registry.selectors.step_version`); [] for a model that calls none or whose
+    calls all serve. 409 naming the path when a step
     cannot be planned: not registered, its model serving other versions there (never
     replaced as a side effect), busy, or two steps asking one model at two versions."""
     served = selectors.desired_state(cluster=cluster)
@@ -358,7 +363,7 @@ def ensemble_steps_planned(cluster: TritonCluster, version: ModelVersion) -> lis
     def visit(ensemble: ModelVersion, path: list[str], names: list[str]) -> None:
         if len(path) > MAX_GRAPH_DEPTH:
             raise refuse(path, f"ensembles nested more than {MAX_GRAPH_DEPTH} deep.")
-        for step in ensemble_steps(ensemble.config_json):
+        for step in model_calls(ensemble.config_json):
             here = [*path, str(step)]
             chosen = next((v for v in planned if v.model.name == step.model), None)
             if chosen is not None:
@@ -416,7 +421,7 @@ def deployment_create(
         TritonCluster.objects.select_for_update().get(pk=cluster.pk)
         refuse_if_busy(cluster, model)
         refuse_if_graph_breaks(cluster, model, version)
-        steps = ensemble_steps_planned(cluster, version) if version is not None else []
+        steps = calls_planned(cluster, version) if version is not None else []
         if version is not None and (reason := backend_refusal(cluster, [*steps, version])):
             raise DeploymentError(reason + ".", field="version")
         made: dict[str, Deployment] = {}
@@ -451,7 +456,7 @@ def _deployment_record(
     DeploymentNode.objects.bulk_create(
         DeploymentNode(deployment=deployment, node=node, node_name=node.name) for node in nodes
     )
-    steps = ensemble_steps(version.config_json) if version is not None else []
+    steps = model_calls(version.config_json) if version is not None else []
     waits_for = [made[step.model] for step in steps if step.model in made]
     deployment.waits_for.set(waits_for)
     details: dict[str, Any] = {"previous": previous}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
-from deployments import own_traffic, push, temporary
+from deployments import locks, own_traffic, push, temporary
 from deployments.backends import cluster_allows, version_backend
 from deployments.models import TritonCluster, TritonNode
 from deployments.signals import smoke_node_lost
@@ -28,7 +28,7 @@ from deployments.validation import tensor_limits
 from integrations.triton.errors import TritonError
 from integrations.triton.exits import child_exit, child_serving
 from integrations.triton.inputs import generate_inputs
-from integrations.triton.model_config.graph import ensemble_steps
+from integrations.triton.model_config.graph import CALLS_PARAMETER, is_ensemble, model_calls
 from models_registry import selectors as registry_selectors
 from models_registry.models import ModelVersion
 
@@ -72,68 +72,121 @@ def smoke_node(version: ModelVersion | None = None) -> tuple[TritonNode | None, 
 
 @dataclass(frozen=True)
 class _Load:
-    """One model the smoke loads: a temporary name, the config it is loaded with, its plan."""
+    """One model the smoke loads: its name there, the config it is loaded with, its plan."""
 
     name: str
     config_json: str
     plan: push.LoadPlan
     version: ModelVersion
+    temporary: bool = True  # False: under its own name (a model a BLS model calls by name)
 
 
-# How deep the smoke follows ensembles whose steps are ensembles.
+# How deep the smoke follows models that call models.
 _MAX_DEPTH = 8
 
 
-def _graph(version: ModelVersion, depth: int = 0) -> list[_Load]:
-    """What the smoke of `version` loads, steps first: the version under a temporary name,
-    and for an ensemble each step (the version a cluster would get:
-    models_registry.selectors.step_version) under one of its own, the ensemble's config
-    calling them by those names. ValueError when a step has no registered version."""
+def _graph(version: ModelVersion, depth: int = 0, *, as_itself: bool = False) -> list[_Load]:
+    """What the smoke of `version` loads, what it calls first (each at the version a cluster
+    would get: models_registry.selectors.step_version). The version under a temporary name
+    (under its own with `as_itself`); an ensemble's steps under temporary names its config
+    is rewritten to call; the models a BLS model declares under their own names, since its
+    code calls them by name (the smoke node serves nothing else). ValueError when a call
+    has no registered version."""
     if depth > _MAX_DEPTH:
-        raise ValueError(f"ensembles nested more than {_MAX_DEPTH} deep")
+        raise ValueError(f"models calling models nested more than {_MAX_DEPTH} deep")
+    ensemble = is_ensemble(version.config_json)
     loads: list[_Load] = []
     renamed: dict[str, str] = {}
-    for step in ensemble_steps(version.config_json):
+    for step in model_calls(version.config_json):
         found = registry_selectors.step_version(step=step)
         if found is None:
-            raise ValueError(f"its step {step} has no registered version")
+            raise ValueError(
+                f"its {'step' if ensemble else 'call'} {step} has no registered version"
+            )
         if step.model not in renamed:
-            below = _graph(found, depth + 1)
-            loads += below
+            below = _graph(found, depth + 1, as_itself=as_itself or not ensemble)
+            loads += [load for load in below if load.name not in {seen.name for seen in loads}]
             renamed[step.model] = below[-1].name
     plan = push.build_plan([version], upload=True)
-    temp_name = temporary.smoke_name(version.model.name, version.version)
+    name = (
+        version.model.name
+        if as_itself
+        else temporary.smoke_name(version.model.name, version.version)
+    )
     config = json.loads(plan.config_json)
-    config["name"] = temp_name
+    config["name"] = name
     for step in (config.get("ensemble_scheduling") or {}).get("step") or []:
         step["model_name"] = renamed.get(step.get("model_name"), step.get("model_name"))
-    return [*loads, _Load(temp_name, json.dumps(config), plan, version)]
+    return [*loads, _Load(name, json.dumps(config), plan, version, temporary=not as_itself)]
 
 
-def _unload_all(client, names: list[str]) -> None:
-    for name in reversed(names):  # an ensemble before its steps
-        client.unload(name)
+def _unload_all(client, loaded: list[_Load]) -> None:
+    """Unload what the smoke loaded, a caller before what it calls; one under its own name
+    is waited for (the next smoke on the node may load it again, and Triton unloads in the
+    background)."""
+    for load in reversed(loaded):
+        client.unload(load.name)
+    for load in loaded:
+        if not load.temporary:
+            client.wait_unloaded(load.name)
+
+
+def _inferences(client, name: str) -> int:
+    """Requests `name` has executed (every loaded version, successes and failures)."""
+    try:
+        rows = client.statistics(name)
+    except TritonError:
+        return 0
+    total = 0
+    for row in rows:
+        stats = row.get("inference_stats", {})
+        total += int(stats.get("success", {}).get("count", 0))
+        total += int(stats.get("fail", {}).get("count", 0))
+    return total
+
+
+@contextlib.contextmanager
+def _node_held(node: TritonNode, loads: list[_Load]) -> Iterator[None]:
+    """Models loaded under their own names: one such smoke per node at a time (two would
+    replace each other's). Temporary names never meet."""
+    if all(load.temporary for load in loads):
+        yield
+        return
+    with locks.advisory_lock(locks.SMOKE_NODE, node.pk, wait=True):
+        yield
 
 
 def _run(node: TritonNode, version: ModelVersion) -> dict:
     loads = _graph(version)
     top = loads[-1]
+    # A BLS model's direct calls: which of them its inference reaches is traced.
+    traced = [] if is_ensemble(version.config_json) else model_calls(version.config_json)
     pid = child_serving(node.http_url)  # before the load: a dead node listens nowhere
-    loaded: list[str] = []
-    with push.client_for(node) as client:
+    loaded: list[_Load] = []
+    with _node_held(node, loads), push.client_for(node) as client:
         try:
             start = time.perf_counter()
             for load in loads:
                 with _watching(client, pid, "load (its warm-up inference)"):
                     push.plan_load(client, load.plan, name=load.name, config_json=load.config_json)
-                loaded.append(load.name)
+                loaded.append(load)
             load_ms = (time.perf_counter() - start) * 1000
             sample = generate_inputs(top.plan.config_dict, limits=tensor_limits())
+            before = {call.model: _inferences(client, call.model) for call in traced}
             with _watching(client, pid, "inference"):
                 with own_traffic.counted(node, top.name, version.version, own_traffic.SMOKE):
                     result = client.infer(top.name, sample, version=version.version)
+            after = {call.model: _inferences(client, call.model) for call in traced}
         except NodeLost:
             raise
+        except TritonError as exc:
+            _unload_all(client, loaded)
+            if is_ensemble(version.config_json) or "Model '" not in str(exc):
+                raise
+            raise ValueError(
+                f"{exc} (a model its code calls must be declared in its config's "
+                f'parameters {{ key: "{CALLS_PARAMETER}" ... }} to be loaded beside it)'
+            ) from None
         except BaseException:
             _unload_all(client, loaded)
             raise
@@ -146,7 +199,13 @@ def _run(node: TritonNode, version: ModelVersion) -> dict:
         "latency_ms": round(result.latency_ms, 2),
         "output_shapes": {k: list(v.shape) for k, v in result.outputs.items()},
     }
-    if len(loads) > 1:  # an ensemble's answer through its steps
+    if traced:  # the calls its inference reached: Triton's counters of each moved
+        seen = [call.model for call in traced if after[call.model] > before[call.model]]
+        report["calls"] = {
+            "seen": seen,
+            "unseen": [call.model for call in traced if call.model not in seen],
+        }
+    if len(loads) > 1:  # its answer through what it calls
         report["steps"] = [
             f"{load.version.model.name} v{load.version.version}" for load in loads[:-1]
         ]

@@ -3,7 +3,7 @@
 from django.db.models import Count, F, Prefetch, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
-from integrations.triton.model_config.graph import Step, ensemble_steps
+from integrations.triton.model_config.graph import CALLS_PARAMETER, Step, model_calls
 from models_registry.models import PRODUCTION_ALIAS, Alias, Model, ModelVersion, Team
 
 
@@ -135,17 +135,19 @@ def model_version_or_404(*, model_name: str, version: int) -> ModelVersion:
     return found
 
 
-def ensembles_calling_model(
+def model_callers(
     *, name: str, among: QuerySet[ModelVersion] | None = None
 ) -> list[tuple[ModelVersion, Step]]:
-    """Every registered ensemble version (of `among` when given) with a step on model
-    `name`, with that step."""
+    """Every registered version (of `among` when given) that calls model `name` (an
+    ensemble with a step on it, or a BLS model declaring it), with that call."""
     versions = ModelVersion.objects.all() if among is None else among
-    ensembles = versions.filter(config_json__platform="ensemble").select_related("model")
+    callers = versions.filter(
+        Q(config_json__platform="ensemble") | Q(config_json__parameters__has_key=CALLS_PARAMETER)
+    ).select_related("model")
     return [
         (version, step)
-        for version in ensembles.order_by("model__name", "version")
-        for step in ensemble_steps(version.config_json)
+        for version in callers.order_by("model__name", "version")
+        for step in model_calls(version.config_json)
         if step.model == name
     ]
 

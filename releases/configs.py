@@ -7,7 +7,7 @@ name of its own, which releases do not do yet.
 """
 
 from accounts.errors import Refused
-from deployments.selectors import ensembles_calling
+from deployments.selectors import callers_serving
 from integrations.triton.model_config import ConfigDifference, config_differences
 
 
@@ -54,24 +54,25 @@ def refuse_if_configs_differ(*, baseline, candidate) -> None:
         raise ConfigsDiffer(baseline=baseline, candidate=candidate, differences=differences)
 
 
-def refuse_if_ensembles_call(*, cluster, candidate) -> None:
-    """409 while an ensemble serving on `cluster` calls the candidate's model: one that takes
-    its step's newest version sends all of its requests to the candidate as soon as it
-    loads (Triton's newest, not the canary's share), and one that pins the baseline loses
-    its step at promotion. Releases do not judge a step on its ensembles' traffic yet."""
-    calling = ensembles_calling(cluster=cluster, model=candidate.model.name)
+def refuse_if_called(*, cluster, candidate) -> None:
+    """409 while a model serving on `cluster` calls the candidate's model (an ensemble's
+    step, a BLS model's declared call): one that takes the newest version sends all of its
+    requests to the candidate as soon as it loads (Triton's newest, not the canary's
+    share), and one that pins the baseline loses it at promotion. Releases do not judge a
+    called model on its callers' traffic yet."""
+    calling = callers_serving(cluster=cluster, model=candidate.model.name)
     if not calling:
         return
     why = []
-    for ensemble, step in calling:
+    for caller, step in calling:
         if step.version is None:
             effect = "every request it gets would reach the candidate once loaded"
         else:
             effect = f"it pins v{step.version}, which a promotion unloads"
-        why.append(f"{ensemble.model.name} v{ensemble.version} calls {step}: {effect}")
+        why.append(f"{caller.model.name} v{caller.version} calls {step}: {effect}")
     message = (
-        f"Ensembles on {cluster.name} call {candidate.model.name}: {'; '.join(why)}. A "
-        "release cannot canary a step of an ensemble yet; ship it with deployments (the "
-        "ensembles that pin a version first)."
+        f"Models on {cluster.name} call {candidate.model.name}: {'; '.join(why)}. A "
+        "release cannot canary a model that ensembles or BLS models call yet; ship it with "
+        "deployments (the callers that pin a version first)."
     )
     raise Refused(message, field="candidate_version", status=409)

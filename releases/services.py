@@ -18,7 +18,7 @@ from deployments.services import (
 from models_registry.models import Model
 from models_registry.sla import sla_warning
 from releases import events
-from releases.configs import refuse_if_configs_differ, refuse_if_ensembles_call
+from releases.configs import refuse_if_called, refuse_if_configs_differ
 from releases.inputs import (
     ReleaseInputError,
     check_spec_numbers,
@@ -151,7 +151,7 @@ def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool
         raise ReleaseError(reason + ".", field="candidate_version")
     baseline = _baseline_for(cluster, candidate, strategy=strategy)
     refuse_if_configs_differ(baseline=baseline, candidate=candidate)
-    refuse_if_ensembles_call(cluster=cluster, candidate=candidate)
+    refuse_if_called(cluster=cluster, candidate=candidate)
     required = cluster.require_benchmark if require_benchmark is None else require_benchmark
     try:
         benchmark_gate_check(version=candidate, required=required)

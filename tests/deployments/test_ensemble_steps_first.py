@@ -2,7 +2,7 @@
 the fleet lane's real worker: each step gets a deployment of its own that runs first, the
 ensemble's waits for them and runs once they succeeded, and it answers on every node; when
 a step's deployment fails, the ensemble's fails unrun and nothing of it is loaded
-(deployments/services.py `ensemble_steps_planned`, deployments/executor.py)."""
+(deployments/services.py `calls_planned`, deployments/executor.py)."""
 
 import io
 
@@ -15,15 +15,14 @@ from deployments.models import Deployment, DeploymentNode
 from deployments.selectors import desired_state
 from deployments.services import (
     DeploymentError,
-    cluster_create,
+    calls_planned,
     deployment_create,
-    ensemble_steps_planned,
 )
 from models_registry.models import ModelVersion
 from models_registry.services import model_create, model_version_register, team_create
 from tests.conftest import wait_for
-from tests.deployments.test_ensembles import _ensemble_config
-from tests.nodes import keyed_client, register_nodes
+from tests.deployments.test_ensembles import _ensemble_config, graphs_cluster
+from tests.nodes import keyed_client
 from tests.registry.archives import example_entries, register_risk_score_as, tar_gz
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
@@ -68,14 +67,7 @@ def graph(triton_cluster, lanes, settings, make_user):
         )
         for pin in (1, 2)
     ]
-    cluster = cluster_create(
-        actor=rita,
-        name="graphs",
-        environment="staging",
-        router={"driver": "none"},
-        api_key=triton_cluster.node_key.value,
-    )
-    register_nodes(cluster, triton_cluster.nodes, actor=rita)
+    cluster = graphs_cluster(triton_cluster, rita)
     before, app.conf.task_default_queue = app.conf.task_default_queue, lanes.base
     try:
         yield {
@@ -186,4 +178,4 @@ def test_planning_refuses_what_it_cannot_deploy_and_writes_nothing(graph):
         deployment_create(cluster=cluster, version=graph["ensembles"][0], actor=rita)
     assert "risk_pipeline v1 → risk_step v1: v1 failed its smoke test" in refused.value.message
     assert not Deployment.objects.filter(cluster=cluster).exists()
-    assert ensemble_steps_planned(cluster, graph["good"]) == []  # no ensemble: no steps
+    assert calls_planned(cluster, graph["good"]) == []  # no ensemble: no steps

@@ -9,12 +9,16 @@ import pytest
 from rest_framework.test import APIClient
 
 from deployments.models import Deployment
-from deployments.services import cluster_create, deployment_create
+from deployments.push import build_plan
+from deployments.services import calls_planned, cluster_create, deployment_create
 from deployments.smoke import model_version_smoke_validate
+from integrations.triton.local import start_cluster
+from integrations.triton.model_config.graph import Step, model_calls
+from models_registry.models import Model
 from models_registry.services import model_create, model_version_register, team_create
 from tests.deploying import pushed
 from tests.nodes import keyed_client, register_nodes
-from tests.registry.archives import register_risk_score_as, tar_gz
+from tests.registry.archives import example_files, register_risk_score_as, tar_gz
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
 
@@ -38,6 +42,20 @@ ensemble_scheduling {{
 """.encode()
 
 
+def graphs_cluster(triton_cluster, rita):
+    """A staging cluster `graphs` of the session's nodes, without a router; serving nothing,
+    it is where smoke tests run."""
+    cluster = cluster_create(
+        actor=rita,
+        name="graphs",
+        environment="staging",
+        router={"driver": "none"},
+        api_key=triton_cluster.node_key.value,
+    )
+    register_nodes(cluster, triton_cluster.nodes, actor=rita)
+    return cluster
+
+
 @pytest.fixture
 def world(triton_cluster, settings, tmp_path, make_user):
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
@@ -50,16 +68,9 @@ def world(triton_cluster, settings, tmp_path, make_user):
     pipeline = model_create(name="risk_pipeline", team="fraud", actor=ada)
     archive = tar_gz([("config.pbtxt", _ensemble_config(1)), ("1", "dir", None)])
     ensemble = model_version_register(model=pipeline, archive=io.BytesIO(archive), actor=ada)
-    cluster = cluster_create(
-        actor=rita,
-        name="graphs",
-        environment="staging",
-        router={"driver": "none"},
-        api_key=triton_cluster.node_key.value,
-    )
-    register_nodes(cluster, triton_cluster.nodes, actor=rita)
+    cluster = graphs_cluster(triton_cluster, rita)
     yield {"rita": rita, "ada": ada, "cluster": cluster, "steps": steps, "ensemble": ensemble}
-    for model in ("risk_pipeline", "risk_step"):  # the session's nodes serve other tests
+    for model in ("risk_pipeline", "risk_gate", "risk_step"):  # the nodes serve other tests
         for node in triton_cluster.nodes:
             keyed_client(node).unload(model)
 
@@ -152,3 +163,85 @@ def test_an_ensembles_smoke_answers_through_its_steps_under_temporary_names(worl
     report = model_version_smoke_validate(version_id=pinned_away.pk)
     assert report["passed"] is False
     assert report["error"] == "its step risk_step v7 has no registered version"
+
+
+def _bls_gate(world, *, declared: bool = True):
+    """The fraud_gate example as `risk_gate`, calling `risk_step` from its code; its config
+    declares the call unless `declared` is False."""
+    files = example_files("fraud_gate", 1)
+    config = files.pop("config.pbtxt").replace(b'"fraud_gate"', b'"risk_gate"')
+    config = config.replace(b'string_value: "risk_score"', b'string_value: "risk_step"')
+    if not declared:
+        config = config.split(b"parameters {")[0] + config.split(b"}\n}\n", 1)[1]
+    code = files.pop("model.py").replace(b'model_name="risk_score"', b'model_name="risk_step"')
+    gate = Model.objects.filter(name="risk_gate").first() or model_create(
+        name="risk_gate", team="fraud", actor=world["ada"]
+    )
+    archive = tar_gz([("config.pbtxt", config), ("1/model.py", code)])
+    return model_version_register(model=gate, archive=io.BytesIO(archive), actor=world["ada"])
+
+
+def test_a_bls_models_call_is_traced_by_its_smoke_and_guards_what_it_calls(
+    world, triton_cluster, client
+):
+    rita, cluster = world["rita"], world["cluster"]
+    gate = _bls_gate(world)
+    assert model_calls(gate.config_json) == [Step("risk_step", None)]
+    # Its smoke loads risk_step beside it under its own name (the newest registered, v2)
+    # and sees the inference reach it through Triton's counters.
+    report = model_version_smoke_validate(version_id=gate.pk)
+    assert report["passed"] is True, report
+    assert report["calls"] == {"seen": ["risk_step"], "unseen": []}
+    assert report["steps"] == ["risk_step v2"] and report["output_shapes"]["DECISION"] == [1, 1]
+    for node in triton_cluster.nodes:  # nothing left loaded: its call unloaded too
+        loaded = keyed_client(node).loaded_models()
+        assert "risk_step" not in loaded and not [m for m in loaded if "--smoke-" in m]
+
+    client.force_login(rita)  # the version pages draw the call and what its smoke saw
+    page = client.get("/models/risk_gate/versions/1/").content.decode()
+    calls = page.split('data-testid="bls-calls"')[1].split("</ol>")[0]
+    assert 'href="/models/risk_step/"' in calls and 'data-testid="call-seen"' in calls
+    called = client.get("/models/risk_step/versions/2/").content.decode()
+    assert "risk_gate</code> v1</a> (BLS)" in called.split('data-testid="called-by"')[1]
+
+    # Deployed onto a cluster serving nothing, what it calls comes first.
+    assert [f"{v.model.name} v{v.version}" for v in calls_planned(cluster, gate)] == [
+        "risk_step v2"
+    ]
+    pushed(deployment_create(cluster=cluster, version=world["steps"][1], actor=rita))
+    pushed(deployment_create(cluster=cluster, version=gate, actor=rita))
+    features = np.random.default_rng(5).random((1, 128), dtype=np.float32)
+    answer = keyed_client(triton_cluster.nodes[0]).infer("risk_gate", {"FEATURES": features})
+    assert answer.outputs["DECISION"].reshape(-1)[0] in (b"approve", b"review", b"decline")
+    refused = _refusal(rita, {}, path="/api/v1/clusters/graphs/models/risk_step/unload/")
+    assert (
+        refused["errors"][1]["message"] == "risk_gate v1 (BLS) calls risk_step (newest) on graphs."
+    )
+    pushed(deployment_create(cluster=cluster, version=None, model=gate.model, actor=rita))
+    pushed(
+        deployment_create(cluster=cluster, version=None, model=world["steps"][1].model, actor=rita)
+    )
+
+
+@pytest.fixture
+def own_node(tmp_path):
+    """A node of this test's own: a BLS call failing inside its native warm-up once took
+    its tritonserver down with SIGSEGV (Triton 2.51; BLS models get no native warm-up
+    since), and the shared nodes serve other tests."""
+    cluster = start_cluster(1, tmp_path / "own")
+    try:
+        yield cluster.nodes[0]
+    finally:
+        cluster.stop()
+
+
+def test_an_undeclared_bls_call_fails_its_smoke_saying_what_to_declare(world, own_node):
+    world["cluster"].nodes.all().delete()  # its smoke runs on this test's own node only
+    register_nodes(world["cluster"], [own_node], actor=world["rita"])
+    gate = _bls_gate(world)
+    hidden = model_version_smoke_validate(version_id=_bls_gate(world, declared=False).pk)
+    assert hidden["passed"] is False and not hidden.get("node_lost"), hidden
+    assert "Model 'risk_step' is not ready" in hidden["error"]
+    assert 'parameters { key: "switchyard.calls"' in hidden["error"]
+    # Declared, it carries no native warm-up: the push's own inference warms it once READY.
+    assert "model_warmup" not in build_plan([gate], upload=True).config_dict

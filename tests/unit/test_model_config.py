@@ -300,6 +300,26 @@ def test_ensemble_step_calling_itself_is_an_error():
     assert "itself" in issue.message
 
 
+def _calls(value: str) -> str:
+    return BASE + f'parameters {{ key: "switchyard.calls" value: {{ string_value: "{value}" }} }}\n'
+
+
+def test_a_bls_model_declares_registered_models_it_calls():
+    assert (
+        check(
+            _calls("risk_score, ticket_router:2"), known_models=["risk_score", "ticket_router"]
+        ).issues
+        == []
+    )
+    issue = only_issue(check(_calls("risk_score,nope"), known_models=["risk_score"]))
+    assert (
+        issue.severity == "error" and "names model 'nope', which is not registered" in issue.message
+    )
+    assert issue.field == "parameters['switchyard.calls']" and issue.line is not None
+    assert "names the model itself" in only_issue(check(_calls("m"), known_models=["m"])).message
+    assert "is not a model name" in only_issue(check(_calls("risk_score:v2"))).message
+
+
 def test_version_policy_is_a_warning_that_switchyard_replaces_it():
     issue = only_issue(check(BASE + "version_policy { all { } }\n"))
     assert issue.severity == "warning" and "Switchyard owns it" in issue.message

@@ -11,6 +11,7 @@ from tritonclient.grpc import model_config_pb2
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from ..inputs import DEFAULT_LIMITS
+from .graph import CALLS_PARAMETER, declared_calls
 from .report import Checker
 from .untrusted import PLATFORM_BACKENDS
 
@@ -57,6 +58,7 @@ def run_checks(
     _check_batching(checker, config)
     _check_instance_groups(checker, config)
     _check_ensemble(checker, config, known_models)
+    _check_declared_calls(checker, config, known_models)
     _check_newer_fields(checker, config, server_version)
     _check_version_policy(checker, config)
 
@@ -271,6 +273,31 @@ def _check_ensemble(checker: Checker, config: ModelConfig, known_models: set[str
             checker.error(
                 f"Ensemble step {index} uses model '{step.model_name}', which is not "
                 "registered; register it first or fix the name.",
+                field=where,
+                line=line,
+            )
+
+
+def _check_declared_calls(checker: Checker, config: ModelConfig, known_models: set[str]) -> None:
+    """The models a BLS model declares it calls (graph.CALLS_PARAMETER) parse, are registered
+    and are not itself."""
+    if CALLS_PARAMETER not in config.parameters:
+        return
+    where = f"parameters[{CALLS_PARAMETER!r}]"
+    line = checker.line_of(re.escape(CALLS_PARAMETER))
+    raw = config.parameters[CALLS_PARAMETER].string_value
+    try:
+        calls = declared_calls({"parameters": {CALLS_PARAMETER: {"string_value": raw}}})
+    except ValueError as exc:
+        checker.error(str(exc), field=where, line=line)
+        return
+    for call in calls:
+        if call.model == config.name:
+            checker.error(f"{CALLS_PARAMETER} names the model itself.", field=where, line=line)
+        elif call.model not in known_models:
+            checker.error(
+                f"{CALLS_PARAMETER} names model '{call.model}', which is not registered; "
+                "register it first or fix the name.",
                 field=where,
                 line=line,
             )

@@ -15,6 +15,7 @@ from tritonclient.grpc import model_config_pb2
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from integrations.triton.inputs import raw_bytes
+from integrations.triton.model_config.graph import CALLS_PARAMETER
 
 WARMUP_NAME = "switchyard"
 WARMUP_FOLDER = "warmup"
@@ -30,6 +31,10 @@ def native_warmup_skip_reason(config: ModelConfig, sample: Mapping[str, np.ndarr
         return "a sequence model's warm-up needs its control inputs"
     if config.model_transaction_policy.decoupled:
         return "decoupled models are warmed by the push's own inference only"
+    if CALLS_PARAMETER in config.parameters:
+        # Its warm-up would call other models from inside its load; one such call failing
+        # there took a Triton 2.51 node down with SIGSEGV once (docs/TRITON.md).
+        return "a BLS model is warmed by the push's own inference, once it is READY"
     for spec in config.input:
         if spec.is_shape_tensor:
             return f"input {spec.name} is a shape tensor: generated values may not fit"
