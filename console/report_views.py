@@ -125,6 +125,7 @@ def model_cost(request, name: str):
         "figure": figures.overview_figure(series, currency=settings.SWITCHYARD_CURRENCY),
         "ranges": {k: v[0] for k, v in RANGES.items()},
         "range_key": range_key,
+        "graph": selectors.graph_cost(model=model, since=since, until=until),
     }
     return render(request, "console/reports/model_cost.html", context)
 

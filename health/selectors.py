@@ -39,10 +39,17 @@ def alerts_unacknowledged_count() -> int:
 
 
 def alerts_open_about(
-    *, cluster: str | None = None, node: str | None = None, model: str | None = None
+    *,
+    cluster: str | None = None,
+    node: str | None = None,
+    model: str | None = None,
+    models: list[str] | None = None,
 ) -> QuerySet[Alert]:
-    """Open alerts of a cluster, a node of it, or a model (any cluster), newest first."""
+    """Open alerts of a cluster, a node of it, a model or any of `models` (any cluster),
+    newest first."""
     qs = Alert.objects.filter(state__in=OPEN_STATES).select_related("acknowledged_by")
+    if models is not None:
+        qs = qs.filter(model_name__in=models)
     if cluster:
         qs = qs.filter(cluster_name=cluster)
     if node:

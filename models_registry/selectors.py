@@ -152,6 +152,13 @@ def model_callers(
     ]
 
 
+def models_called(*, model: Model) -> list[str]:
+    """The names of the models any version of `model` calls (ensemble steps, declared BLS
+    calls), sorted; [] for a model that calls none."""
+    configs = model.versions.values_list("config_json", flat=True)
+    return sorted({step.model for config in configs for step in model_calls(config)})
+
+
 def step_version(*, step: Step) -> ModelVersion | None:
     """The registered version an ensemble's step runs when a cluster serves none of its
     model yet: its pinned version, else the version the model's `production` alias names,

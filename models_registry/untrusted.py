@@ -11,8 +11,10 @@ from integrations.triton.model_config import (
     ConfigIssue,
     backend_of,
     library_issues,
+    python_calls_issues,
     python_model_issues,
 )
+from integrations.triton.model_config.graph import CALLS_PARAMETER
 from models_registry.archive import ExtractedUpload
 from models_registry.signals import custom_backends_wanted
 
@@ -51,7 +53,13 @@ def upload_code_issues(
     if staged.size > MAX_PYTHON_BYTES:
         message = f"{prefix}{name} is larger than {MAX_PYTHON_BYTES} bytes; refused unread."
         return [*issues, ConfigIssue("error", message, file=f"{prefix}{name}")]
-    return issues + python_model_issues(staged.staged_at.read_bytes(), file=f"{prefix}{name}")
+    source, file = staged.staged_at.read_bytes(), f"{prefix}{name}"
+    declared = CALLS_PARAMETER in config.parameters
+    return [
+        *issues,
+        *python_model_issues(source, file=file),
+        *python_calls_issues(source, file=file, declared=declared),
+    ]
 
 
 def _head(path) -> bytes:

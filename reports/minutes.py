@@ -29,6 +29,7 @@ from deployments.prices import (
     price_changes_before,
 )
 from deployments.temporary import charged_to
+from models_registry.models import ModelVersion
 from reports.costing import NodePrice, Usage, node_price, split_minute
 from telemetry.models import Rollup
 
@@ -151,6 +152,7 @@ def _usage(since: datetime, until: datetime) -> dict[tuple[int, str, datetime], 
     """Per node-minute, one Usage per (model, version, cost kind) charged: the temporary
     models of one version in one minute (two smoke tests) are summed into one."""
     per_minute: dict[tuple[int, str, datetime], dict[tuple, Usage]] = defaultdict(dict)
+    ensembles = _ensembles()
     rows = Rollup.objects.filter(minute__gte=since, minute__lt=until).values_list(
         "cluster_id",
         "node_name",
@@ -168,12 +170,25 @@ def _usage(since: datetime, until: datetime) -> dict[tuple[int, str, datetime], 
         if model:
             to = charged_to(model, version)
             key = (to.model, to.version, to.cost_kind)
+            if (to.model, to.version) in ensembles:
+                compute = 0  # its steps' compute, counted under theirs
+
             if key in usage:
                 was = usage[key]
                 compute, requests = compute + was.compute_us, requests + was.requests
                 successes += was.successes
             usage[key] = Usage(*key[:2], compute, requests, successes, to.cost_kind)
     return {where: list(usage.values()) for where, usage in per_minute.items()}
+
+
+def _ensembles() -> set[tuple[str, str]]:
+    """(model, version) of every registered ensemble. Triton reports an ensemble's compute
+    time as the sum of its steps' for the requests that came through it (measured on 2.51:
+    docs/TRITON.md), and its steps report the same time again: charged to both, the
+    pipeline's time would count twice. An ensemble's own cost is nil; what its traffic
+    costs is its steps' share (`reports.selectors.graph_cost`)."""
+    rows = ModelVersion.objects.filter(config_json__platform="ensemble")
+    return {(name, str(version)) for name, version in rows.values_list("model__name", "version")}
 
 
 def _minutes(since: datetime, until: datetime):

@@ -22,7 +22,8 @@ from accounts.roles import Role, user_has_role
 from deployments.models import TritonCluster
 from deployments.temporary import COST_KINDS, SERVING, charged_to
 from models_registry.models import Model
-from reports.costing import change_pct, cost_per_1k, largest_remainder, to_cents
+from models_registry.selectors import models_called
+from reports.costing import change_pct, cost_per_1k, largest_remainder, ticks_to_money, to_cents
 from reports.minutes import Line, cost_lines
 from reports.models import CostRollup, CostWatermark, TeamBudget
 from reports.services import DAY, HOUR, floor_day, floor_hour
@@ -470,6 +471,57 @@ def version_costs(*, cluster_id: int, model: str, since: datetime, until: dateti
             "cost_per_1k": cost_per_1k(line.cost_ticks, line.successes),
         }
         for v, line in per_version.items()
+    }
+
+
+def graph_cost(*, model: Model, since: datetime, until: datetime) -> dict | None:
+    """What a model's traffic cost in the models it calls (an ensemble's steps, a BLS model's
+    declared calls, any version of it), serving only; None for a model that calls none.
+
+    Per node over the range: each called model's cost there times the share of its requests
+    that came through this one (this model's requests / its requests, at most 1: each
+    request through the graph is one request of each step). The graph's cost is those
+    shares plus its own cost (nil for an ensemble: its compute is its steps',
+    reports.minutes). A step called as often directly as through the graph is charged half
+    to it; a minute-by-minute split would differ where the mix changed within the range."""
+    called = models_called(model=model)
+    if not called:
+        return None
+    since, until = clip_range(since, until)
+    by = ("cluster_id", "node_name", "kind", "model_name", "cost_kind")
+    lines = range_lines(since, until, by=by) if since < until else {}
+    per: dict[tuple[str, tuple], Line] = defaultdict(Line)
+    for (cluster_id, node, kind, name, _v, cost_kind), line in lines.items():
+        if kind == "model" and cost_kind == SERVING and name in (model.name, *called):
+            per[(name, (cluster_id, node))].add(line)
+    own = Line()
+    for (name, _where), line in per.items():
+        if name == model.name:
+            own.add(line)
+    steps, ticks = [], {"own": own.cost_ticks}
+    for name in called:
+        step, through = Line(), 0.0
+        for (found, where), line in per.items():
+            if found != name:
+                continue
+            step.add(line)
+            graph = per.get((model.name, where))
+            share = min(1.0, graph.requests / line.requests) if graph and line.requests else 0.0
+            through += line.cost_ticks * share
+        ticks[name] = round(through)
+        steps.append({"model": name, "requests": step.requests, "_ticks": step.cost_ticks})
+    cents = to_cents(ticks)  # the shares add up to the graph's total
+    for row in steps:
+        row["cost"] = ticks_to_money(row.pop("_ticks"))
+        row["attributed"] = cents[row["model"]]
+    total = sum(cents.values(), ZERO)
+    return {
+        "steps": steps,
+        "own_cost": cents["own"],
+        "total_cost": total,
+        "requests": own.requests,
+        "cost_per_1k": cost_per_1k(sum(ticks.values()), own.successes),
+        "currency": settings.SWITCHYARD_CURRENCY,
     }
 
 

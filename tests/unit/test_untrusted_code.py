@@ -6,6 +6,7 @@ import pytest
 
 from integrations.triton.model_config import (
     library_issues,
+    python_calls_issues,
     python_model_issues,
     validate_model_config,
 )
@@ -204,3 +205,27 @@ def test_the_example_and_test_models_pass():
             assert library_issues(heads, backend="python", custom=set()) == []
             source = (version / "model.py").read_bytes()
             assert python_model_issues(source, file="model.py") == [], (root, version)
+
+
+BLS = b"""import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            call = pb_utils.InferenceRequest(model_name="risk_score", inputs=[])
+            other = InferenceRequest(model_name=self.name, inputs=[])
+            out.append(call.exec())
+        return out
+"""
+
+
+def test_a_python_model_calling_models_must_declare_them():
+    (issue,) = python_calls_issues(BLS, file="1/model.py", declared=False)
+    assert (issue.severity, issue.file, issue.line) == ("error", "1/model.py", 8)
+    assert 'string_value: "risk_score" }' in issue.message  # the literal name suggested
+    assert python_calls_issues(BLS, file="1/model.py", declared=True) == []
+    plain = b"class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"
+    assert python_calls_issues(plain, file="model.py", declared=False) == []
+    assert python_calls_issues(b"def (", file="model.py", declared=False) == []

@@ -23,6 +23,7 @@ from .untrusted import (
     backend_of,
     check_untrusted,
     library_issues,
+    python_calls_issues,
     python_model_issues,
 )
 from .warmup import WARMUP_FOLDER, add_native_warmup, native_warmup_skip_reason
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_ALLOWED_BACKENDS",
     "backend_of",
     "library_issues",
+    "python_calls_issues",
     "python_model_issues",
     "WARMUP_FOLDER",
     "add_native_warmup",

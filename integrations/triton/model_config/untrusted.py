@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from google.protobuf.message import Message
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
+from .graph import CALLS_PARAMETER
 from .report import Checker, ConfigIssue
 
 DEFAULT_ALLOWED_BACKENDS = (
@@ -199,6 +200,47 @@ def python_model_issues(source: bytes, *, file: str) -> list[ConfigIssue]:
         )
         return [ConfigIssue("error", message, file=file, line=model.lineno)]
     return []
+
+
+def python_calls_issues(source: bytes, *, file: str, declared: bool) -> list[ConfigIssue]:
+    """A python model whose code calls other models through Triton (BLS: `InferenceRequest`)
+    must declare them in its config (graph.CALLS_PARAMETER; `declared` False when it does
+    not): an error naming the call's line and the names it passes as literals. Source that
+    does not parse: [] (python_model_issues says so). What a declaration lists is the
+    author's: names built at run time cannot be checked."""
+    try:
+        tree = ast.parse(source.decode("utf-8"), filename=file)
+    except (UnicodeDecodeError, SyntaxError, RecursionError, MemoryError, ValueError):
+        return []
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _is_bls(node)]
+    if not calls:
+        return []
+    names = sorted({name for call in calls if (name := _literal_model_name(call))})
+    if declared:
+        return []
+    listed = ", ".join(names) or "<the models it calls>"
+    message = (
+        f"{file} calls other models through Triton (InferenceRequest, line "
+        f"{calls[0].lineno}) but its config declares none: add parameters {{ key: "
+        f'"{CALLS_PARAMETER}" value: {{ string_value: "{listed}" }} }}. Declared, they are '
+        "deployed before it and its smoke test loads them; undeclared, a call failing in "
+        "the load's warm-up took a Triton node down (SIGSEGV)."
+    )
+    return [ConfigIssue("error", message, file=file, line=calls[0].lineno)]
+
+
+def _is_bls(call: ast.Call) -> bool:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name == "InferenceRequest"
+
+
+def _literal_model_name(call: ast.Call) -> str:
+    for keyword in call.keywords:
+        value = keyword.value
+        if keyword.arg == "model_name" and isinstance(value, ast.Constant):
+            return str(value.value)
+    return ""
 
 
 def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
