@@ -41,4 +41,10 @@ def describe(kind: str, payload: dict) -> str:
     if kind == "release":
         weight = payload.get("candidate_weight")
         return f"{state} (candidate {weight}%)" if weight is not None else state
+    before = payload.get("waits_for") or []
+    if kind == "deployment" and before and state == "pending":
+        listed = ", ".join(f"#{pk}" for pk in before)
+        return (
+            f"{state} (after deployment{'s' if len(before) > 1 else ''} {listed} of what it calls)"
+        )
     return state

@@ -103,7 +103,9 @@ def _finished(deployment_id: int) -> Deployment:
     )
 
 
-def test_an_ensemble_on_an_empty_cluster_brings_its_steps_first_and_answers(graph, triton_cluster):
+def test_an_ensemble_on_an_empty_cluster_brings_its_steps_first_and_answers(
+    graph, triton_cluster, client
+):
     accepted = _deploy(graph["rita"], 1)
     (step_id,) = accepted["waits_for"]
     step = Deployment.objects.get(pk=step_id)
@@ -116,9 +118,9 @@ def test_an_ensemble_on_an_empty_cluster_brings_its_steps_first_and_answers(grap
     assert desired_state(cluster=graph["cluster"]) == {"risk_step": [1], "risk_pipeline": [1]}
     features = np.random.default_rng(3).random((1, 128), dtype=np.float32)
     for node in triton_cluster.nodes:
-        client = keyed_client(node)
-        through = client.infer("risk_pipeline", {"TXN": features}).outputs["RISK"]
-        direct = client.infer("risk_step", {"FEATURES": features}).outputs["SCORE"]
+        on_node = keyed_client(node)
+        through = on_node.infer("risk_pipeline", {"TXN": features}).outputs["RISK"]
+        direct = on_node.infer("risk_step", {"FEATURES": features}).outputs["SCORE"]
         assert np.allclose(through, direct)
 
     api = APIClient()
@@ -126,6 +128,14 @@ def test_an_ensemble_on_an_empty_cluster_brings_its_steps_first_and_answers(grap
     shown = api.get(f"/api/v1/deployments/{ensemble.pk}/").json()
     assert shown["waits_for"] == [step.pk] and shown["state"] == "succeeded"
     assert api.get(f"/api/v1/deployments/{step.pk}/").json()["waits_for"] == []
+    client.force_login(graph["rita"])  # the deployment pages show the order both ways
+    order = client.get(f"/deployments/{ensemble.pk}/").content.decode()
+    order = order.split('data-testid="deployment-order"')[1].split("</ul>")[0]
+    assert (
+        f'Runs after <a href="/deployments/{step.pk}/">#{step.pk}</a>: deploy risk_step v1' in order
+    )
+    then = client.get(f"/deployments/{step.pk}/").content.decode()
+    assert f'Then <a href="/deployments/{ensemble.pk}/">#{ensemble.pk}</a>' in then
 
     # The steps serve now: the next version of the ensemble pinning another step version
     # is refused with the path, never a silent replacement of what risk_step serves.
