@@ -22,6 +22,7 @@ from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
 from accounts.waits import WAIT_PARAMETER, group_name, long_poll
+from integrations.triton.model_config.graph import is_ensemble, model_calls, serves_step
 from models_registry import selectors, services
 from models_registry.downloads import version_archive
 from models_registry.models import ModelVersion, model_name_validator, team_name_validator
@@ -310,11 +311,54 @@ class VersionConfigSerializer(serializers.Serializer):
     )
 
 
+class CallSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    version = serializers.IntegerField(
+        allow_null=True, help_text="The version called; null: the newest loaded."
+    )
+    kind = serializers.ChoiceField(
+        choices=["ensemble_step", "declared"],
+        help_text="An ensemble's step, or a BLS model's declared call (`switchyard.calls`).",
+    )
+
+
+def _call_kind(caller: ModelVersion) -> str:
+    return "ensemble_step" if is_ensemble(caller.config_json) else "declared"
+
+
 class VersionDetailSerializer(VersionSummarySerializer):
     model = serializers.CharField(source="model.name")
     config = serializers.SerializerMethodField()
     files = serializers.JSONField(source="manifest")
     provenance = serializers.SerializerMethodField()
+    calls = serializers.SerializerMethodField(
+        help_text="The models this version calls (its graph: deployed before it, kept while "
+        "it serves)."
+    )
+    called_by = serializers.SerializerMethodField(
+        help_text="The registered versions that call this one (a step pinned to it, or one "
+        "taking its model's newest); `version` is the caller's."
+    )
+
+    @extend_schema_field(CallSerializer(many=True))
+    def get_calls(self, obj) -> list[dict]:
+        kind = _call_kind(obj)
+        return [
+            {"model": s.model, "version": s.version, "kind": kind}
+            for s in model_calls(obj.config_json)
+        ]
+
+    @extend_schema_field(CallSerializer(many=True))
+    def get_called_by(self, obj) -> list[dict]:
+        return [
+            {
+                "model": caller.model.name,
+                "version": caller.version,
+                "kind": _call_kind(caller),
+            }
+            for caller, step in selectors.model_callers(name=obj.model.name)
+            if serves_step(step, [obj.version])
+        ]
 
     @extend_schema_field(VersionConfigSerializer)
     def get_config(self, obj) -> dict:

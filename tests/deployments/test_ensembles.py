@@ -149,6 +149,18 @@ def test_the_pages_draw_the_pipeline_name_its_callers_and_show_a_failing_step(wo
     assert 'data-testid="called-by"' not in other  # the ensemble pins v1, not v2
     assert 'data-testid="ensemble-graph"' not in pinned  # a step is no ensemble
 
+    # The API gives the graph as data, both ways.
+    api = APIClient()
+    api.force_authenticate(world["rita"])
+    shown = api.get("/api/v1/models/risk_pipeline/versions/1/").json()
+    assert shown["calls"] == [{"model": "risk_step", "version": 1, "kind": "ensemble_step"}]
+    assert shown["called_by"] == []
+    step = api.get("/api/v1/models/risk_step/versions/1/").json()
+    assert step["calls"] == [] and step["called_by"] == [
+        {"model": "risk_pipeline", "version": 1, "kind": "ensemble_step"}
+    ]
+    assert api.get("/api/v1/models/risk_step/versions/2/").json()["called_by"] == []
+
     # A failing step degrades the pipeline: its page lists the step's open alerts.
     alert_fire(
         finding=Finding(
