@@ -141,10 +141,15 @@ def cluster_detail(request, name):
         cluster_status_refresh_request(cluster=cluster)
     recent = list(selectors.deployments_recent(cluster=cluster, limit=10))
     can_deploy = _can_deploy(request.user)
+    matrix = _matrix(status)
+    if can_deploy:  # an unload of a model others call offers to unload them first
+        callers = selectors.callers_by_model(cluster=cluster)
+        for row in matrix:
+            row["callers"] = callers.get(row["model"], [])
     context = {
         "cluster": cluster,
         "status": status,
-        "matrix": _matrix(status),
+        "matrix": matrix,
         "drift": selectors.drift_recent(cluster=cluster),
         "router": router_view(cluster=cluster),
         # Per model: the traffic a release on this cluster would not protect.
@@ -182,7 +187,10 @@ def cluster_unload(request, name, model):
     found = Model.objects.filter(name=model).first()
     if found is None:
         raise Http404(f"No model named '{model}'.")
-    return _deployment_started(request, name, cluster=cluster, version=None, model=found)
+    with_callers = request.POST.get("with_callers") == "1"
+    return _deployment_started(
+        request, name, cluster=cluster, version=None, model=found, with_callers=with_callers
+    )
 
 
 def _deployment_started(request, name: str, **create):

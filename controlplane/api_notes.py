@@ -89,7 +89,9 @@ OPERATION_NOTES = {
     "each release route's split.",
     "POST /api/v1/clusters/{name}/models/{model}/unload/": "Unload a model from every node of "
     "the cluster (202 with the deployment's id); 409 naming every model serving there that "
-    "calls it, an ensemble or a BLS model declaring it (unload those first).",
+    "calls it, an ensemble or a BLS model declaring it (unload those first), unless "
+    '`{"with_callers": true}`: then they are unloaded first, callers of callers before '
+    "them, each an unload of its own that the next `waits_for`.",
     "GET /api/v1/deployments/": "Deployments, newest first; `?model=&cluster=&state=&since=`.",
     "POST /api/v1/deployments/": "Make this version the only serving one of its model on the "
     "cluster: 202 `{id, state, finished, outcome}`; follow it at `GET /api/v1/deployments/{id}/`. "

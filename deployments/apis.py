@@ -457,15 +457,30 @@ class ModelUnloadApi(APIView):
 
     permission_classes = [ReleaseManagersWrite]
 
-    @extend_schema(request=None, responses={202: DeploymentAcceptedSerializer})
+    class InputSerializer(inputs.InputSerializer):
+        with_callers = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="Unload the models serving on the cluster that call this one (ensembles, "
+            "BLS models) first, each an unload of its own that the next waits for (the "
+            "answer's `waits_for`); without it, such callers make it a 409 naming them.",
+        )
+
+    @extend_schema(request=InputSerializer, responses={202: DeploymentAcceptedSerializer})
     @idempotent
     def post(self, request, name, model):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
         cluster = _cluster_or_404(name)
         found = Model.objects.filter(name=model).first()
         if found is None:
             raise Http404(f"No model named '{model}'.")
         deployment = services.deployment_create(
-            cluster=cluster, version=None, model=found, actor=request.user
+            cluster=cluster,
+            version=None,
+            model=found,
+            actor=request.user,
+            with_callers=data.validated_data["with_callers"],
         )
         return Response(
             DeploymentAcceptedSerializer(deployment).data, status=status.HTTP_202_ACCEPTED

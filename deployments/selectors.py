@@ -17,7 +17,7 @@ from deployments.models import (
 )
 from integrations.concurrency import fan_out
 from integrations.triton.errors import TritonError
-from integrations.triton.model_config.graph import Step
+from integrations.triton.model_config.graph import Step, model_calls
 from integrations.triton.restricted import answers_without_key
 from models_registry.models import Model, ModelVersion
 from models_registry.selectors import model_callers
@@ -48,6 +48,17 @@ def callers_serving(*, cluster: TritonCluster, model: str) -> list[tuple[ModelVe
     it, BLS models declaring it), each with that call (model_config/graph.py)."""
     serving = ModelVersion.objects.filter(serving__state__cluster=cluster)
     return model_callers(name=model, among=serving)
+
+
+def callers_by_model(*, cluster: TritonCluster) -> dict[str, list[str]]:
+    """{model name: the names of the models serving on `cluster` that call it}."""
+    out: dict[str, set[str]] = {}
+    serving = ModelVersion.objects.filter(serving__state__cluster=cluster).select_related("model")
+    for version in serving:
+        for step in model_calls(version.config_json):
+            if step.model != version.model.name:
+                out.setdefault(step.model, set()).add(version.model.name)
+    return {name: sorted(callers) for name, callers in out.items()}
 
 
 def desired_states(*, clusters: list[TritonCluster]) -> dict[int, dict[str, list[int]]]:

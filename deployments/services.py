@@ -297,24 +297,30 @@ def refuse_if_busy(cluster: TritonCluster, model: Model) -> None:
 
 
 def refuse_if_graph_breaks(
-    cluster: TritonCluster, model: Model, version: ModelVersion | None
+    cluster: TritonCluster,
+    model: Model,
+    version: ModelVersion | None,
+    *,
+    going: set[str] = frozenset(),
 ) -> None:
     """409 when making `cluster` serve exactly `version` of `model` (nothing: an unload)
     would take a model away from what calls it there: unloading a step of an ensemble
     serving on the cluster (or a model a BLS model there declares it calls), or replacing
-    the version it pins. The message names each caller and call; the errors list them."""
+    the version it pins. Callers in `going` are unloaded first (an unload with its callers).
+    The message names each caller and call; the errors list them."""
     serving_now = [version.version] if version is not None else []
     broken = [
         (caller, step)
-        for caller, step in selectors.callers_serving(cluster=cluster, model=model.name)
-        if caller.model_id != model.pk and not serves_step(step, serving_now)
+        for caller, step in _callers(cluster, model)
+        if caller.model.name not in going and not serves_step(step, serving_now)
     ]
     if broken:
         what = "Unloading" if version is None else f"Serving only v{version.version} of"
         listed = "; ".join(f"{c.model.name} v{c.version} calls {step}" for c, step in broken)
         message = (
             f"{what} {model.name} on {cluster.name} would break what calls it there: "
-            f"{listed}. Unload or change those first."
+            f"{listed}. Unload or change those first (an unload through the API takes "
+            '`{"with_callers": true}` to unload them before it).'
         )
         raise DeploymentError(
             message,
@@ -410,9 +416,16 @@ def _refuse_running_deployment(cluster: TritonCluster, model: Model) -> None:
 
 
 def deployment_create(
-    *, cluster: TritonCluster, version: ModelVersion | None, actor, model: Model | None = None
+    *,
+    cluster: TritonCluster,
+    version: ModelVersion | None,
+    actor,
+    model: Model | None = None,
+    with_callers: bool = False,
 ) -> Deployment:
-    """Record a deploy (version given) or unload (version None) and queue it; audited."""
+    """Record a deploy (version given) or unload (version None) and queue it; audited. An
+    unload `with_callers` unloads the models serving there that call it first (and theirs),
+    each an unload of its own that the next waits for."""
     model = version.model if version is not None else model
     nodes = list(cluster.nodes.all())
     if not nodes:
@@ -420,17 +433,73 @@ def deployment_create(
     with transaction.atomic():
         TritonCluster.objects.select_for_update().get(pk=cluster.pk)
         refuse_if_busy(cluster, model)
-        refuse_if_graph_breaks(cluster, model, version)
+        callers = callers_planned(cluster, model) if version is None and with_callers else []
+        going = {caller.name for caller in callers}
+        refuse_if_graph_breaks(cluster, model, version, going=going)
         steps = calls_planned(cluster, version) if version is not None else []
         if version is not None and (reason := backend_refusal(cluster, [*steps, version])):
             raise DeploymentError(reason + ".", field="version")
         made: dict[str, Deployment] = {}
         for step in steps:  # steps before the ensembles calling them
+            waits = _before(made, cluster, step.model, step)
             made[step.model.name] = _deployment_record(
-                cluster, step.model, step, actor, nodes, made
+                cluster, step.model, step, actor, nodes, waits
             )
-        deployment = _deployment_record(cluster, model, version, actor, nodes, made)
+        for caller in callers:  # callers' callers first
+            waits = _before(made, cluster, caller, None)
+            made[caller.name] = _deployment_record(cluster, caller, None, actor, nodes, waits)
+        waits = _before(made, cluster, model, version)
+        deployment = _deployment_record(cluster, model, version, actor, nodes, waits)
     return deployment
+
+
+def _before(
+    made: Mapping[str, Deployment],
+    cluster: TritonCluster,
+    model: Model,
+    version: ModelVersion | None,
+) -> list[Deployment]:
+    """Of the deployments `made` in this plan, those this one waits for: a deploy's, of what
+    its version calls (deployed first); an unload's, of what calls its model (unloaded
+    first)."""
+    if version is not None:
+        names = [step.model for step in model_calls(version.config_json)]
+    else:
+        names = [caller.model.name for caller, _ in _callers(cluster, model)]
+    return [made[name] for name in dict.fromkeys(names) if name in made]
+
+
+def _callers(cluster: TritonCluster, model: Model) -> list[tuple[ModelVersion, Any]]:
+    """The versions serving on `cluster` that call `model`, other models only."""
+    return [
+        (caller, step)
+        for caller, step in selectors.callers_serving(cluster=cluster, model=model.name)
+        if caller.model_id != model.pk
+    ]
+
+
+def callers_planned(cluster: TritonCluster, model: Model) -> list[Model]:
+    """The models to unload before `model` on `cluster`: those serving there that call it,
+    and those that call them, each after what calls it; each must be free to unload."""
+    order: list[Model] = []
+
+    def visit(called: Model, path: list[str]) -> None:
+        if len(path) > MAX_GRAPH_DEPTH:
+            raise DeploymentError(
+                f"Unloading {model.name} with its callers: {' ← '.join(path)}: callers nested "
+                f"more than {MAX_GRAPH_DEPTH} deep.",
+                status=409,
+            )
+        for caller, _step in _callers(cluster, called):
+            if caller.model in order or caller.model_id == model.pk:
+                continue
+            visit(caller.model, [*path, caller.model.name])
+            if caller.model not in order:
+                refuse_if_busy(cluster, caller.model)
+                order.append(caller.model)
+
+    visit(model, [model.name])
+    return order
 
 
 def _deployment_record(
@@ -439,10 +508,11 @@ def _deployment_record(
     version: ModelVersion | None,
     actor,
     nodes: list,
-    made: Mapping[str, Deployment],
+    waits_for: list[Deployment],
 ) -> Deployment:
     """One deployment row, its nodes and its audit record, queued once committed unless it
-    waits for the deployments `made` of the steps its version calls."""
+    waits for others (`waits_for`: what it calls, deployed first, or what calls it, unloaded
+    first)."""
     previous = [v.version for v in serving_versions(cluster=cluster, model=model)]
     deployment = Deployment.objects.create(
         cluster=cluster,
@@ -456,8 +526,6 @@ def _deployment_record(
     DeploymentNode.objects.bulk_create(
         DeploymentNode(deployment=deployment, node=node, node_name=node.name) for node in nodes
     )
-    steps = model_calls(version.config_json) if version is not None else []
-    waits_for = [made[step.model] for step in steps if step.model in made]
     deployment.waits_for.set(waits_for)
     details: dict[str, Any] = {"previous": previous}
     if waits_for:

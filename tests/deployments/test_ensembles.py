@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 from rest_framework.test import APIClient
 
+from deployments.executor import deployment_run
 from deployments.models import Deployment
 from deployments.push import build_plan
+from deployments.selectors import desired_state
 from deployments.services import calls_planned, cluster_create, deployment_create
 from deployments.smoke import model_version_smoke_validate
 from health.services import Finding, alert_fire
@@ -88,16 +90,16 @@ def _refusal(user, body: dict, path: str = "/api/v1/deployments/") -> dict:
     return answer.json()
 
 
-def test_an_ensemble_keeps_its_steps(world, triton_cluster):
+def test_an_ensemble_keeps_its_steps(world, triton_cluster, client):
     """Steps deployed by hand first (test_ensemble_steps_first.py: deployed with it)."""
     rita, cluster, ensemble = world["rita"], world["cluster"], world["ensemble"]
     pushed(deployment_create(cluster=cluster, version=world["steps"][0], actor=rita))
     pushed(deployment_create(cluster=cluster, version=ensemble, actor=rita))
     features = np.random.default_rng(7).random((1, 128), dtype=np.float32)
     for node in triton_cluster.nodes:  # the ensemble answers through its step on every node
-        client = keyed_client(node)
-        through = client.infer("risk_pipeline", {"TXN": features}).outputs["RISK"]
-        direct = client.infer("risk_step", {"FEATURES": features}, version=1).outputs["SCORE"]
+        on_node = keyed_client(node)
+        through = on_node.infer("risk_pipeline", {"TXN": features}).outputs["RISK"]
+        direct = on_node.infer("risk_step", {"FEATURES": features}, version=1).outputs["SCORE"]
         assert through.shape == (1, 1) and np.allclose(through, direct)
 
     unload = _refusal(rita, {}, path="/api/v1/clusters/graphs/models/risk_step/unload/")
@@ -128,11 +130,35 @@ def test_an_ensemble_keeps_its_steps(world, triton_cluster):
     refused = _refusal(rita, release, path="/api/v1/releases/")
     assert "risk_pipeline v1 calls risk_step v1: it pins v1" in refused["errors"][0]["message"]
 
-    # Once the ensemble is gone, its step may go too.
-    pushed(deployment_create(cluster=cluster, version=None, model=ensemble.model, actor=rita))
-    pushed(
-        deployment_create(cluster=cluster, version=None, model=world["steps"][0].model, actor=rita)
+    # The cluster page offers to unload the step with what calls it.
+    client.force_login(rita)
+    page = client.get("/clusters/graphs/").content.decode()
+    row = page.split('href="/models/risk_step/"')[1].split("</tr>")[0]
+    assert 'data-testid="unload-with-callers"' in row and "Unload with risk_pipeline" in row
+    assert 'name="with_callers" value="1"' in row
+
+    # The step unloaded with its callers: the ensemble's unload first, the step's after it.
+    api = APIClient()
+    api.force_authenticate(rita)
+    path = "/api/v1/clusters/graphs/models/risk_step/unload/"
+    accepted = api.post(path, {"with_callers": True}, format="json")
+    assert accepted.status_code == 202, accepted.content
+    (first,) = accepted.json()["waits_for"]
+    caller = Deployment.objects.get(pk=first)
+    assert (caller.kind, caller.model.name, caller.waits_for.count()) == (
+        "unload",
+        "risk_pipeline",
+        0,
     )
+    step_unload = Deployment.objects.get(pk=accepted.json()["id"])
+    # Run before its caller's unload, it waits (its caller's finish queues it again).
+    assert deployment_run(deployment_id=step_unload.pk).status == "pending"
+    pushed(caller)
+    pushed(step_unload)
+    assert desired_state(cluster=cluster) == {"risk_pipeline": [], "risk_step": []}  # unloaded
+    for node in triton_cluster.nodes:
+        loaded = keyed_client(node).loaded_models()
+        assert "risk_pipeline" not in loaded and "risk_step" not in loaded
 
 
 def test_the_pages_draw_the_pipeline_name_its_callers_and_show_a_failing_step(world, client):
