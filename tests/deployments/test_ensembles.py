@@ -153,6 +153,9 @@ def test_an_ensemble_keeps_its_steps(world, triton_cluster, client):
     step_unload = Deployment.objects.get(pk=accepted.json()["id"])
     # Run before its caller's unload, it waits (its caller's finish queues it again).
     assert deployment_run(deployment_id=step_unload.pk).status == "pending"
+    progress = client.get(f"/deployments/{step_unload.pk}/progress/").content.decode()
+    waits = progress.split('data-testid="deployment-waits"')[1].split("</div>")[0]
+    assert f">#{caller.pk}</a> (risk_pipeline, pending)" in waits
     pushed(caller)
     pushed(step_unload)
     assert desired_state(cluster=cluster) == {"risk_pipeline": [], "risk_step": []}  # unloaded
