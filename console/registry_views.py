@@ -16,12 +16,7 @@ from console.benchmark_views import benchmark_context
 from console.paging import paged
 from console.pbtxt import highlight_pbtxt
 from deployments.selectors import model_live_where
-from integrations.triton.model_config.graph import (
-    ensemble_steps,
-    is_ensemble,
-    model_calls,
-    serves_step,
-)
+from integrations.triton.model_config.graph import ensemble_steps, is_ensemble, model_calls
 from models_registry import selectors, services
 from models_registry.services import RegistryError
 from models_registry.sla import sla_warning
@@ -222,8 +217,7 @@ def version_detail(request, name, version):
         "smoke_calls": (found.validation.get("smoke") or {}).get("calls") or {},
         "called_by": [
             (caller, step, is_ensemble(caller.config_json))
-            for caller, step in selectors.model_callers(name=model.name)
-            if serves_step(step, [found.version])
+            for caller, step in selectors.version_callers(version=found)
         ],
         "can_write": _can_write(request.user, model),
         **benchmark_context(request.user, found),

@@ -318,8 +318,9 @@ def _waits_for_field() -> serializers.ListField:
         child=serializers.IntegerField(),
         source="waits_for_ids",
         read_only=True,
-        help_text="Deployments that must succeed before this one runs: the steps of an "
-        "ensemble that served nothing on the cluster, deployed with it (steps first).",
+        help_text="Deployments that must succeed before this one runs: what its version "
+        "calls (an ensemble's steps, a BLS model's declared calls) where it served nothing on "
+        "the cluster, deployed first; for an unload with_callers, the callers' unloads.",
     )
 
 

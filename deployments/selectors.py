@@ -17,10 +17,10 @@ from deployments.models import (
 )
 from integrations.concurrency import fan_out
 from integrations.triton.errors import TritonError
-from integrations.triton.model_config.graph import Step, model_calls
+from integrations.triton.model_config.graph import Step
 from integrations.triton.restricted import answers_without_key
 from models_registry.models import Model, ModelVersion
-from models_registry.selectors import model_callers
+from models_registry.selectors import calls_among, model_callers
 
 
 def cluster_list() -> QuerySet[TritonCluster]:
@@ -53,11 +53,10 @@ def callers_serving(*, cluster: TritonCluster, model: str) -> list[tuple[ModelVe
 def callers_by_model(*, cluster: TritonCluster) -> dict[str, list[str]]:
     """{model name: the names of the models serving on `cluster` that call it}."""
     out: dict[str, set[str]] = {}
-    serving = ModelVersion.objects.filter(serving__state__cluster=cluster).select_related("model")
-    for version in serving:
-        for step in model_calls(version.config_json):
-            if step.model != version.model.name:
-                out.setdefault(step.model, set()).add(version.model.name)
+    serving = ModelVersion.objects.filter(serving__state__cluster=cluster)
+    for caller, step in calls_among(among=serving):
+        if step.model != caller.model.name:
+            out.setdefault(step.model, set()).add(caller.model.name)
     return {name: sorted(callers) for name, callers in out.items()}
 
 

@@ -34,7 +34,7 @@ from integrations.metrics_source import MetricsSettingsError
 from integrations.paths import PathError
 from integrations.routers.settings import RouterSettingsError
 from integrations.secrets import SecretError
-from integrations.triton.model_config.graph import is_ensemble, model_calls, serves_step
+from integrations.triton.model_config.graph import Step, is_ensemble, model_calls, serves_step
 from integrations.triton.restricted import NodeKeyError
 from models_registry import selectors as registry_selectors
 from models_registry.models import Model, ModelVersion
@@ -352,29 +352,29 @@ def calls_planned(cluster: TritonCluster, version: ModelVersion) -> list[ModelVe
     model it calls (an ensemble's steps, a BLS model's declared calls, and theirs) that
     serves nothing there yet, at its pinned version, else the registry's pick
     (`models_registry.selectors.step_version`); [] for a model that calls none or whose
-    calls all serve. 409 naming the path when a step
-    cannot be planned: not registered, its model serving other versions there (never
-    replaced as a side effect), busy, or two steps asking one model at two versions."""
+    calls all serve. 409 naming the path when a call cannot be planned: not registered,
+    failed its smoke test, its model serving other versions there (never replaced as a side
+    effect), busy, or two calls asking one model at two versions."""
     served = selectors.desired_state(cluster=cluster)
     planned: list[ModelVersion] = []
 
     def refuse(path: list[str], why: str) -> DeploymentError:
         return DeploymentError(
             f"{version.model.name} v{version.version} cannot be deployed on {cluster.name} with "
-            f"its steps: {' → '.join(path)}: {why}",
+            f"what it calls: {' → '.join(path)}: {why}",
             status=409,
             field="version",
         )
 
-    def visit(ensemble: ModelVersion, path: list[str], names: list[str]) -> None:
+    def visit(caller: ModelVersion, path: list[str], names: list[str]) -> None:
         if len(path) > MAX_GRAPH_DEPTH:
-            raise refuse(path, f"ensembles nested more than {MAX_GRAPH_DEPTH} deep.")
-        for step in model_calls(ensemble.config_json):
+            raise refuse(path, f"calls nested more than {MAX_GRAPH_DEPTH} deep.")
+        for step in model_calls(caller.config_json):
             here = [*path, str(step)]
             chosen = next((v for v in planned if v.model.name == step.model), None)
             if chosen is not None:
                 if not serves_step(step, [chosen.version]):
-                    raise refuse(here, f"another step needs v{chosen.version} of it.")
+                    raise refuse(here, f"another call needs v{chosen.version} of it.")
                 continue
             serving = served.get(step.model, [])
             if serves_step(step, serving):
@@ -469,7 +469,7 @@ def _before(
     return [made[name] for name in dict.fromkeys(names) if name in made]
 
 
-def _callers(cluster: TritonCluster, model: Model) -> list[tuple[ModelVersion, Any]]:
+def _callers(cluster: TritonCluster, model: Model) -> list[tuple[ModelVersion, Step]]:
     """The versions serving on `cluster` that call `model`, other models only."""
     return [
         (caller, step)

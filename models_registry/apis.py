@@ -22,7 +22,7 @@ from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, paginated
 from accounts.permissions import AlgorithmWrites
 from accounts.waits import WAIT_PARAMETER, group_name, long_poll
-from integrations.triton.model_config.graph import is_ensemble, model_calls, serves_step
+from integrations.triton.model_config.graph import is_ensemble, model_calls
 from models_registry import selectors, services
 from models_registry.downloads import version_archive
 from models_registry.models import ModelVersion, model_name_validator, team_name_validator
@@ -356,8 +356,7 @@ class VersionDetailSerializer(VersionSummarySerializer):
                 "version": caller.version,
                 "kind": _call_kind(caller),
             }
-            for caller, step in selectors.model_callers(name=obj.model.name)
-            if serves_step(step, [obj.version])
+            for caller, _step in selectors.version_callers(version=obj)
         ]
 
     @extend_schema_field(VersionConfigSerializer)

@@ -3,7 +3,12 @@
 from django.db.models import Count, F, Prefetch, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
-from integrations.triton.model_config.graph import CALLS_PARAMETER, Step, model_calls
+from integrations.triton.model_config.graph import (
+    CALLS_PARAMETER,
+    Step,
+    model_calls,
+    serves_step,
+)
 from models_registry.models import PRODUCTION_ALIAS, Alias, Model, ModelVersion, Team
 
 
@@ -135,11 +140,9 @@ def model_version_or_404(*, model_name: str, version: int) -> ModelVersion:
     return found
 
 
-def model_callers(
-    *, name: str, among: QuerySet[ModelVersion] | None = None
-) -> list[tuple[ModelVersion, Step]]:
-    """Every registered version (of `among` when given) that calls model `name` (an
-    ensemble with a step on it, or a BLS model declaring it), with that call."""
+def calls_among(*, among: QuerySet[ModelVersion] | None = None) -> list[tuple[ModelVersion, Step]]:
+    """Every call of the registered versions (of `among` when given) that call other models
+    (ensembles' steps, BLS models' declared calls): (caller, call), by caller name."""
     versions = ModelVersion.objects.all() if among is None else among
     callers = versions.filter(
         Q(config_json__platform="ensemble") | Q(config_json__parameters__has_key=CALLS_PARAMETER)
@@ -148,7 +151,24 @@ def model_callers(
         (version, step)
         for version in callers.order_by("model__name", "version")
         for step in model_calls(version.config_json)
-        if step.model == name
+    ]
+
+
+def model_callers(
+    *, name: str, among: QuerySet[ModelVersion] | None = None
+) -> list[tuple[ModelVersion, Step]]:
+    """Every registered version (of `among` when given) that calls model `name` (an
+    ensemble with a step on it, or a BLS model declaring it), with that call."""
+    return [(caller, step) for caller, step in calls_among(among=among) if step.model == name]
+
+
+def version_callers(*, version: ModelVersion) -> list[tuple[ModelVersion, Step]]:
+    """The registered versions whose call reaches exactly this version (a step pinned to it,
+    or one taking its model's newest), with that call."""
+    return [
+        (caller, step)
+        for caller, step in model_callers(name=version.model.name)
+        if serves_step(step, [version.version])
     ]
 
 

@@ -172,7 +172,6 @@ def _usage(since: datetime, until: datetime) -> dict[tuple[int, str, datetime], 
             key = (to.model, to.version, to.cost_kind)
             if (to.model, to.version) in ensembles:
                 compute = 0  # its steps' compute, counted under theirs
-
             if key in usage:
                 was = usage[key]
                 compute, requests = compute + was.compute_us, requests + was.requests

@@ -11,7 +11,7 @@ from tritonclient.grpc import model_config_pb2
 from tritonclient.grpc.model_config_pb2 import ModelConfig
 
 from ..inputs import DEFAULT_LIMITS
-from .graph import CALLS_PARAMETER, declared_calls
+from .graph import CALLS_PARAMETER, parse_calls
 from .report import Checker
 from .untrusted import PLATFORM_BACKENDS
 
@@ -285,9 +285,8 @@ def _check_declared_calls(checker: Checker, config: ModelConfig, known_models: s
         return
     where = f"parameters[{CALLS_PARAMETER!r}]"
     line = checker.line_of(re.escape(CALLS_PARAMETER))
-    raw = config.parameters[CALLS_PARAMETER].string_value
     try:
-        calls = declared_calls({"parameters": {CALLS_PARAMETER: {"string_value": raw}}})
+        calls = parse_calls(config.parameters[CALLS_PARAMETER].string_value)
     except ValueError as exc:
         checker.error(str(exc), field=where, line=line)
         return

@@ -24,7 +24,8 @@ CALLS_PARAMETER = "switchyard.calls"
 
 @dataclass(frozen=True)
 class Step:
-    """A model an ensemble calls; `version` None: the newest version loaded."""
+    """A model a version calls (an ensemble's step, a BLS model's declared call); `version`
+    None: the newest version loaded."""
 
     model: str
     version: int | None
@@ -51,9 +52,14 @@ def ensemble_steps(config: dict) -> list[Step]:
 
 def declared_calls(config: dict) -> list[Step]:
     """The models a config declares it calls (`parameters { key: "switchyard.calls" ...}`),
-    distinct, in order; [] when it declares none. ValueError for an entry that is not
-    `name` or `name:version` (version a positive integer)."""
+    distinct, in order; [] when it declares none. ValueError as `parse_calls`."""
     raw = ((config.get("parameters") or {}).get(CALLS_PARAMETER) or {}).get("string_value", "")
+    return parse_calls(raw)
+
+
+def parse_calls(raw: str) -> list[Step]:
+    """The calls a `switchyard.calls` value lists, distinct, in order. ValueError for an
+    entry that is not `name` or `name:version` (version a positive integer)."""
     out: list[Step] = []
     for entry in str(raw).split(","):
         entry = entry.strip()
