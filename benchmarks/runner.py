@@ -3,9 +3,11 @@
 No database here: services.benchmark_run reads the row, calls `sweep` outside any
 transaction and records what the callbacks report. Facts relied on (docs/TRITON.md §api): the
 statistics extension lists pushed models, its counters are cumulative, a request is counted
-when its response is done. So a snapshot taken after every client thread has joined covers
-exactly the requests the clients sent in the window: the counts match one for one (requests
-refused by input validation would count nowhere, but generated inputs always fit).
+when its backend releases it, which can follow its response by a moment. So a snapshot
+taken after every client thread has joined, once it counts as many requests as the clients
+sent (waited for, briefly), covers exactly the requests the clients sent in the window: the
+counts match one for one (requests refused by input validation would count nowhere, but
+generated inputs always fit).
 """
 
 from __future__ import annotations
@@ -112,6 +114,24 @@ def _stats(client: TritonClient, spec: SweepSpec) -> dict | None:
     return rows[0] if rows else None
 
 
+# How long the server's counters may lag the last response of a level.
+COUNT_LAG_S = 2.0
+
+
+def _stats_covering(client: TritonClient, spec: SweepSpec, before: dict | None, sent: int):
+    """The stats row once it counts the `sent` requests of the window (at most COUNT_LAG_S
+    later): Triton counts a request when its backend releases it, which can follow the
+    response by a moment (docs/TRITON.md), and a count read too early would pass the
+    level's last request on to the next level's window."""
+    deadline = time.monotonic() + COUNT_LAG_S
+    while True:
+        after = _stats(client, spec)
+        counted = stats_delta(before, after, 1.0).get("server_requests", 0)
+        if counted >= sent or time.monotonic() >= deadline:
+            return after
+        time.sleep(0.02)
+
+
 def run_level(
     client: TritonClient, spec: SweepSpec, index: int, on_tick: TickFn, *, node=None
 ) -> tuple[dict, bool]:
@@ -146,13 +166,13 @@ def run_level(
     elapsed = max(worker.finished_at for worker in workers) - started
     if own is not None:
         own.flush()
-    after = _stats(client, spec)
     summary = level_summary(
         concurrency=concurrency,
         latencies_ms=[ms for w in workers for ms in w.latencies_ms],
         errors=sum(w.errors for w in workers),
         elapsed_s=elapsed,
     )
+    after = _stats_covering(client, spec, before, summary["requests"])
     summary.update(stats_delta(before, after, elapsed))
     errors = [w.last_error for w in workers if w.last_error]
     if errors:
