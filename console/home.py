@@ -41,19 +41,77 @@ def default_tab(roles: list[str]) -> str:
     return "releases"
 
 
-def firing_alerts() -> list:
-    """The ten newest firing alerts (health/)."""
-    return list(health_selectors.alert_list(state="firing")[:10])
+def firing_alerts() -> list[dict]:
+    """The ten newest firing alerts (health/), as the home shows them."""
+    return [
+        {
+            "severity": a.severity,
+            "get_kind_display": a.get_kind_display(),
+            "cluster_name": a.cluster_name,
+            "node_name": a.node_name,
+            "model_name": a.model_name,
+            "version": a.version,
+            "summary": a.summary,
+            "started_at": a.started_at.isoformat(),
+        }
+        for a in health_selectors.alert_list(state="firing")[:10]
+    ]
+
+
+def _cluster_card(entry: dict) -> dict:
+    nodes = [
+        {"name": n.name, "health": n.health, "last_error": n.last_error} for n in entry["nodes"]
+    ]
+    drift = [
+        {
+            "get_kind_display": d.get_kind_display(),
+            "model_name": d.model_name,
+            "node_name": d.node_name,
+        }
+        for d in entry["drift"]
+    ]
+    cluster = entry["cluster"]
+    return {
+        **entry,
+        "cluster": {"name": cluster.name, "environment": cluster.environment},
+        "nodes": nodes,
+        "drift": drift,
+    }
+
+
+def _running_row(release) -> dict:
+    return {
+        "pk": release.pk,
+        "model": {"name": release.model.name},
+        "baseline": {"version": release.baseline.version},
+        "candidate": {"version": release.candidate.version},
+        "cluster": {"name": release.cluster.name},
+        "phase": release.phase,
+        "serving_weight": release.serving_weight,
+        "next_check_at": release.next_check_at,
+        "reason": release.reason,
+    }
+
+
+def _releases_now() -> dict:
+    overview = deployment_selectors.fleet_overview(drift_since=timezone.now() - DRIFT_WINDOW)
+    return {
+        "clusters": [_cluster_card(entry) for entry in overview],
+        "running": [_running_row(r) for r in release_selectors.release_running_list()],
+        "alerts": firing_alerts(),
+    }
 
 
 def releases_view() -> dict:
     """Every cluster with node health and serving versions, running releases (phase, weight,
-    next check), drift in the last hour, firing alerts."""
-    return {
-        "clusters": deployment_selectors.fleet_overview(drift_since=timezone.now() - DRIFT_WINDOW),
-        "running": list(release_selectors.release_running_list()),
-        "alerts": firing_alerts(),
-    }
+    next check), drift in the last hour, firing alerts: the same for every release manager,
+    so read at most SWITCHYARD_PAGE_SHARE_S ago, once for all of them (core/shared.py)."""
+    view = shared_value(
+        "console:home:releases", _releases_now, fresh_s=settings.SWITCHYARD_PAGE_SHARE_S
+    )
+    for alert in view["alerts"]:
+        alert["started_at"] = datetime.fromisoformat(alert["started_at"])
+    return view
 
 
 def _model_row(model, where: dict[str, list[dict]]) -> dict:

@@ -1,16 +1,19 @@
 """The Reports page: cost overview chart, cost table, ghost list (reports' selectors)."""
 
+import json
 from datetime import UTC, timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.serializers.json import DjangoJSONEncoder
 from django.http import Http404
 from django.shortcuts import render
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
 from console.paging import paged
+from core.shared import shared_value
 from models_registry.models import Model
 from reports import figures, selectors
 
@@ -132,7 +135,17 @@ def model_cost(request, name: str):
 
 def release_cost_context(release) -> dict:
     """Cost per 1k requests of baseline and candidate during the release and, once it
-    succeeded, since (the release page's Cost card)."""
+    succeeded, since (the release page's Cost card). Computed at most
+    SWITCHYARD_HOME_CACHE_S ago, once for everyone watching the release (core/shared.py):
+    it reads the range's cost lines of the whole cluster, most of a cockpit view's work."""
+    key = f"console:release-cost:{release.pk}:{release.phase}"
+    rows = shared_value(
+        key, lambda: _release_cost_rows(release), fresh_s=settings.SWITCHYARD_HOME_CACHE_S
+    )
+    return {"release_cost": rows, "currency": settings.SWITCHYARD_CURRENCY}
+
+
+def _release_cost_rows(release) -> list[dict]:
     now = timezone.now()
     end = release.finished_at or now
     periods = [("During the release", release.created_at, end)]
@@ -150,4 +163,5 @@ def release_cost_context(release) -> dict:
                 "candidate": costs.get(str(release.candidate.version)),
             }
         )
-    return {"release_cost": rows, "currency": settings.SWITCHYARD_CURRENCY}
+    # JSON for the shared cache: Decimals as their text, rendered alike.
+    return json.loads(json.dumps(rows, cls=DjangoJSONEncoder))

@@ -1,12 +1,15 @@
 """Live telemetry pages: a cluster's and a model's live charts (websocket) and history
 ranges (the metrics API over rollups)."""
 
+import hashlib
 import time
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
 
+from core.shared import shared_value
 from deployments import selectors as deployment_selectors
 from models_registry import selectors as registry_selectors
 from models_registry.models import Model
@@ -23,16 +26,24 @@ NODE_CHARTS = [(c, 240, False) for c in ("chart-cpu", "chart-gpu", "chart-mem")]
 
 
 def _opening(*, cluster: str = "", model: str = "", what: str) -> dict:
-    """The recent past a live page opens with, and why a chart is empty, in words."""
-    now = time.time()
-    history = telemetry_selectors.live_history(cluster=cluster, model=model, now=now)
-    reasons = telemetry_selectors.live_empty_reasons(history=history, now=now, what=what)
-    return {
-        "now": now,
-        "window_s": telemetry_selectors.LIVE_HISTORY_S,
-        "initial": history,
-        "empty": reasons,
-    }
+    """The recent past a live page opens with, and why a chart is empty, in words: read at
+    most SWITCHYARD_PAGE_SHARE_S ago, once for everyone opening the same page (core/shared.py;
+    the page's websocket brings every point after it)."""
+    subject = f"cluster:{cluster}" if cluster else f"model:{model}"
+
+    def compute() -> dict:
+        now = time.time()
+        history = telemetry_selectors.live_history(cluster=cluster, model=model, now=now)
+        reasons = telemetry_selectors.live_empty_reasons(history=history, now=now, what=what)
+        return {
+            "now": now,
+            "window_s": telemetry_selectors.LIVE_HISTORY_S,
+            "initial": history,
+            "empty": reasons,
+        }
+
+    key = f"console:live-opening:{hashlib.sha256(subject.encode()).hexdigest()[:32]}"
+    return shared_value(key, compute, fresh_s=settings.SWITCHYARD_PAGE_SHARE_S)
 
 
 @login_required

@@ -372,6 +372,10 @@ SWITCHYARD_HEALTH_CACHE_S = env.float("SWITCHYARD_HEALTH_CACHE_S", default=5.0)
 # The managers' home reads this month's cost overview computed at most this long ago, once for
 # every user who reads the same models (console/home.py, core/shared.py).
 SWITCHYARD_HOME_CACHE_S = env.float("SWITCHYARD_HOME_CACHE_S", default=10.0)
+# What many users' pages show alike and that moves by the second (a live page's opening
+# history, the release managers' home) is computed at most this long ago, once for all of
+# them (console/shared_pages.py, core/shared.py).
+SWITCHYARD_PAGE_SHARE_S = env.float("SWITCHYARD_PAGE_SHARE_S", default=2.0)
 # The router panel's count of refused requests is read from the router's access log at most
 # this often, whoever asks (releases/selectors.py `router_refused_shared`).
 SWITCHYARD_ROUTER_REFUSED_CACHE_S = env.float("SWITCHYARD_ROUTER_REFUSED_CACHE_S", default=10.0)

@@ -87,6 +87,9 @@ SWITCHYARD_HEALTH_CACHE_S = 0.0
 # The managers' home computes its month afresh on every view (the same shared code path: the
 # window is 0); the cache's own test sets a window.
 SWITCHYARD_HOME_CACHE_S = 0.0
+# Live pages and the release home read afresh too (tests write a point, then open the page);
+# tests/console/test_shared_pages.py sets a window.
+SWITCHYARD_PAGE_SHARE_S = 0.0
 SWITCHYARD_ROUTER_REFUSED_CACHE_S = 0.0
 # Fuzzers in the suite send any address: the server may only ever contact loopback.
 SWITCHYARD_ALLOWED_TARGET_NETWORKS = "127.0.0.0/8,::1/128"
