@@ -137,6 +137,25 @@ OPERATION_NOTES = {
     "POST /api/v1/releases/{release_id}/actions/": "approve, pause, resume, rollback or promote "
     "(with an optional reason): 200 with the new state; 409 when the action does not fit the "
     "release's phase.",
+    # Release plans
+    "GET /api/v1/release-plans/": "Release plans, newest first; `?model=&state=` "
+    "(docs/RELEASE_PLANS.md).",
+    "POST /api/v1/release-plans/": "Walk one candidate version through waves of clusters: "
+    "`waves` is a list of `{clusters, release, bake_s, approval}` (`release`: the settings a "
+    "release start takes). Wave N+1 starts once every release of wave N succeeded and baked; a "
+    "wave with `approval` waits for a release manager other than the plan's author. "
+    "`on_failure`: `halt` (default: no further release starts, the running ones pause) or "
+    "`rollback` (every release of the plan rolls back). Every wave's release is checked on each "
+    "of its clusters first, as a release's `dry_run`: 201 with the plan, or the refusal naming "
+    "the wave and cluster; nothing is written then.",
+    "GET /api/v1/release-plans/{plan_id}/": "A plan: its phase, current wave, each wave's "
+    "clusters with their release (id, phase, weight) or why it could not start, the approvals "
+    "and the events.",
+    "POST /api/v1/release-plans/{plan_id}/actions/": "approve or refuse the wave waiting for "
+    "approval (403 for the plan's author: four-eyes, unless SWITCHYARD_PLAN_SELF_APPROVAL), "
+    "halt (every running release of the plan pauses), resume, or rollback (every release of the "
+    "plan rolls back), with an optional comment (audited): 200 with the plan; 409 when the "
+    "plan's phase does not take it.",
     # Benchmarks and metrics
     "GET /api/v1/benchmarks/": "Benchmark runs, newest first; `?model=&cluster=&state=&since=`.",
     "POST /api/v1/benchmarks/": "Run a concurrency sweep of a version on a staging cluster: "

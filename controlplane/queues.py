@@ -23,6 +23,8 @@ LANES = (RELEASES, FLEET, LONG)
 TASK_LANES: dict[str, str] = {
     "releases.tick": RELEASES,
     "releases.tick_active": RELEASES,
+    "plans.tick": RELEASES,
+    "plans.tick_active": RELEASES,
     "benchmarks.run": LONG,
     "benchmarks.sweep_lost": LONG,
     "deployments.sweep_lost": LONG,

@@ -15,6 +15,7 @@ api_v1 = [
     path("", include("deployments.urls_api")),
     path("", include("benchmarks.urls_api")),
     path("", include("releases.urls_api")),
+    path("", include("plans.urls_api")),
     path("", include("health.urls_api")),
     path("", include("telemetry.urls_api")),
     path("", include("reports.urls_api")),

@@ -175,38 +175,44 @@ class ReleaseFilters(ListFilters):
     state = serializers.ChoiceField(choices=[p.value.lower() for p in Phase], required=False)
 
 
+class ReleaseSettingsInput(inputs.InputSerializer):
+    """How a release runs (steps, intervals, analysis, gates): a release's start and each wave
+    of a release plan take these."""
+
+    strategy = serializers.ChoiceField(choices=["canary", "blue_green"], default="canary")
+    # Ranges and cross-field rules: releases/inputs.py (checked by release_create).
+    steps = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=100),
+        required=False,
+        max_length=MAX_STEPS,
+    )
+    step_interval_s = serializers.FloatField(
+        min_value=STEP_INTERVAL_S[0], max_value=STEP_INTERVAL_S[1], default=30
+    )
+    analysis = serializers.DictField(required=False)
+    manual_gates = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=100),
+        required=False,
+        max_length=MAX_STEPS,
+    )
+    sticky_header = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=MAX_HEADER_NAME
+    )
+    progress_deadline_s = serializers.FloatField(
+        min_value=PROGRESS_DEADLINE_S[0], max_value=PROGRESS_DEADLINE_S[1], default=600
+    )
+    require_benchmark = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+
 class ReleaseListCreateApi(APIView):
     """GET, POST /api/v1/releases/."""
 
     permission_classes = [ReleaseManagersWrite]
 
-    class InputSerializer(inputs.InputSerializer):
+    class InputSerializer(ReleaseSettingsInput):
         cluster = serializers.CharField()
         model = serializers.CharField()
         candidate_version = serializers.IntegerField(min_value=1)
-        strategy = serializers.ChoiceField(choices=["canary", "blue_green"], default="canary")
-        # Ranges and cross-field rules: releases/inputs.py (checked by release_create).
-        steps = serializers.ListField(
-            child=serializers.IntegerField(min_value=1, max_value=100),
-            required=False,
-            max_length=MAX_STEPS,
-        )
-        step_interval_s = serializers.FloatField(
-            min_value=STEP_INTERVAL_S[0], max_value=STEP_INTERVAL_S[1], default=30
-        )
-        analysis = serializers.DictField(required=False)
-        manual_gates = serializers.ListField(
-            child=serializers.IntegerField(min_value=1, max_value=100),
-            required=False,
-            max_length=MAX_STEPS,
-        )
-        sticky_header = serializers.CharField(
-            required=False, allow_blank=True, default="", max_length=MAX_HEADER_NAME
-        )
-        progress_deadline_s = serializers.FloatField(
-            min_value=PROGRESS_DEADLINE_S[0], max_value=PROGRESS_DEADLINE_S[1], default=600
-        )
-        require_benchmark = serializers.BooleanField(required=False, allow_null=True, default=None)
         dry_run = serializers.BooleanField(
             default=False, help_text="Run every check, start nothing: 200 with the plan."
         )

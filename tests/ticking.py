@@ -95,8 +95,9 @@ class Lanes:
 
 
 class Ticking(threading.Thread):
-    """Queues `releases.tick_active` on `lanes`' releases lane every `every_s` (beat's entry
-    queues it every second with the same expiry), until stopped."""
+    """Queues `releases.tick_active` and `plans.tick_active` on `lanes`' releases lane every
+    `every_s` (beat's two entries queue them every second with the same expiry), until
+    stopped."""
 
     def __init__(self, lanes: Lanes, every_s: float = 0.5):
         super().__init__(daemon=True)
@@ -108,12 +109,14 @@ class Ticking(threading.Thread):
         self._ticks_at_start = lanes.ticks_done()
 
     def run(self) -> None:
+        from plans.tasks import tick_active as plans_tick_active
         from releases.tasks import tick_active
 
         queue = lane_queue(self.lanes.base, RELEASES)
         while not self._halt.is_set():
             if self._running.is_set():
-                tick_active.apply_async(queue=queue, expires=settings.SWITCHYARD_TICK_EXPIRES_S)
+                for task in (tick_active, plans_tick_active):
+                    task.apply_async(queue=queue, expires=settings.SWITCHYARD_TICK_EXPIRES_S)
                 self.sent += 1
             self._halt.wait(self.every_s)
 

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "benchmarks",
     "telemetry",
     "releases",
+    "plans",
     "health",
     "reports",
     "notifications",
@@ -310,6 +311,12 @@ CELERY_BEAT_SCHEDULE: dict = {
         "schedule": 1.0,
         "options": {"expires": SWITCHYARD_TICK_EXPIRES_S},
     },
+    # Release plans advance on the same lane and cadence: one `plans.tick` per active plan.
+    "plans-tick": {
+        "task": "plans.tick_active",
+        "schedule": 1.0,
+        "options": {"expires": SWITCHYARD_TICK_EXPIRES_S},
+    },
     # Every 10 s, like reconcile: a pod that starts becomes a node within one pass, and one
     # that is gone leaves its cluster and router within a pass and a router sync; a pass with
     # nothing configured reads one setting, otherwise it is one DNS lookup per cluster.
@@ -375,6 +382,9 @@ SWITCHYARD_HOME_CACHE_S = env.float("SWITCHYARD_HOME_CACHE_S", default=10.0)
 # What many users' pages show alike and that moves by the second (a live page's opening
 # history, the release managers' home) is computed at most this long ago, once for all of
 # them (console/shared_pages.py, core/shared.py).
+# A release plan's author may approve its own waves (four-eyes off): off by default, superusers
+# included (plans/services.py).
+SWITCHYARD_PLAN_SELF_APPROVAL = env.bool("SWITCHYARD_PLAN_SELF_APPROVAL", default=False)
 SWITCHYARD_PAGE_SHARE_S = env.float("SWITCHYARD_PAGE_SHARE_S", default=2.0)
 # The router panel's count of refused requests is read from the router's access log at most
 # this often, whoever asks (releases/selectors.py `router_refused_shared`).

@@ -1,0 +1,180 @@
+"""Release plan REST resources (docs/RELEASE_PLANS.md)."""
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts import inputs
+from accounts.errors import NotFound
+from accounts.idempotency import idempotent
+from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
+from accounts.permissions import ReleaseManagersWrite
+from models_registry.selectors import model_version_find
+from plans import selectors, services
+from plans.state_machine import ACTIONS, ON_FAILURE, Phase
+from releases.apis import ReleaseSettingsInput
+
+MAX_COMMENT = 2000
+
+
+class CellSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    release = serializers.IntegerField(allow_null=True, help_text="its release once started")
+    phase = serializers.CharField(allow_null=True, help_text="the release's phase")
+    weight = serializers.FloatField(allow_null=True, help_text="the candidate's share, %")
+    error = serializers.CharField(help_text="why its release could not start ('' if it did)")
+
+
+class WaveSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    bake_s = serializers.FloatField()
+    approval = serializers.BooleanField()
+    release = serializers.DictField(help_text="the release settings of this wave")
+    clusters = CellSerializer(many=True)
+
+
+class ApprovalSerializer(serializers.Serializer):
+    wave = serializers.IntegerField(help_text="0-based")
+    decision = serializers.CharField()
+    actor = serializers.CharField(source="actor_name")
+    comment = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class PlanEventSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    phase = serializers.CharField()
+    wave = serializers.IntegerField()
+    message = serializers.CharField()
+    actor = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class PlanSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    model = serializers.CharField(source="model.name")
+    candidate_version = serializers.IntegerField(source="candidate.version")
+    state = serializers.SerializerMethodField()
+    wave_index = serializers.IntegerField(help_text="the current wave, 0-based")
+    reason = serializers.CharField()
+    on_failure = serializers.CharField()
+    pending_action = serializers.JSONField(allow_null=True)
+    created_by = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    def get_state(self, plan) -> str:
+        return plan.phase.lower()
+
+    def get_created_by(self, plan) -> str:
+        return plan.created_by.get_username() if plan.created_by else ""
+
+
+class PlanDetailSerializer(PlanSerializer):
+    waves = serializers.SerializerMethodField()
+    approvals = ApprovalSerializer(many=True)
+    events = PlanEventSerializer(many=True)
+
+    @extend_schema_field(WaveSerializer(many=True))
+    def get_waves(self, plan) -> list[dict]:
+        return WaveSerializer(selectors.plan_waves(plan), many=True).data
+
+
+class PlanFilters(ListFilters):
+    state = serializers.ChoiceField(choices=[p.value.lower() for p in Phase], required=False)
+
+
+def _detail(plan_id: int) -> dict:
+    plan = selectors.plan_get(plan_id=plan_id)
+    if plan is None:
+        raise Http404(f"No release plan {plan_id}.")
+    return PlanDetailSerializer(plan).data
+
+
+class PlanListCreateApi(APIView):
+    """GET, POST /api/v1/release-plans/."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    class WaveInput(inputs.InputSerializer):
+        clusters = serializers.ListField(
+            child=serializers.CharField(max_length=100), min_length=1,
+            max_length=services.MAX_CLUSTERS_PER_WAVE,
+        )  # fmt: skip
+        release = ReleaseSettingsInput(required=False)
+        bake_s = serializers.FloatField(min_value=0, max_value=services.MAX_BAKE_S, default=0)
+        approval = serializers.BooleanField(default=False)
+
+    class InputSerializer(inputs.InputSerializer):
+        model = serializers.CharField()
+        candidate_version = serializers.IntegerField(min_value=1)
+        waves = serializers.ListField(min_length=1, max_length=services.MAX_WAVES)
+        on_failure = serializers.ChoiceField(choices=list(ON_FAILURE), default="halt")
+
+        def validate_waves(self, waves):
+            out = []
+            for i, wave in enumerate(waves):
+                data = PlanListCreateApi.WaveInput(data=wave)
+                if not data.is_valid():
+                    raise serializers.ValidationError({str(i): data.errors})
+                out.append(dict(data.validated_data))
+            return out
+
+    @extend_schema(
+        parameters=[PlanFilters, *PAGE_PARAMETERS], responses={200: PlanSerializer(many=True)}
+    )
+    def get(self, request):
+        filters = list_filters(request, PlanFilters)
+        plans = selectors.plan_list(model=filters.get("model"), state=filters.get("state"))
+        return paginated(request, plans, PlanSerializer)
+
+    @extend_schema(request=InputSerializer, responses={201: PlanDetailSerializer})
+    @idempotent
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        candidate = model_version_find(
+            model_name=values["model"], version=values["candidate_version"]
+        )
+        if candidate is None:
+            version, model = values["candidate_version"], values["model"]
+            raise NotFound(f"No version {version} of model '{model}'.", field="candidate_version")
+        waves = [{**w, "release": dict(w.get("release") or {})} for w in values["waves"]]
+        plan = services.plan_create(candidate=candidate, waves=waves, actor=request.user,
+                                    on_failure=values["on_failure"])  # fmt: skip
+        return Response(_detail(plan.pk), status=status.HTTP_201_CREATED)
+
+
+class PlanDetailApi(APIView):
+    """GET /api/v1/release-plans/{id}/."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    @extend_schema(responses={200: PlanDetailSerializer})
+    def get(self, request, plan_id):
+        return Response(_detail(plan_id))
+
+
+class PlanActionApi(APIView):
+    """POST /api/v1/release-plans/{id}/actions/ {"action", "comment"}: approve or refuse the
+    wave waiting (never the plan's author), halt, resume or roll back every release of it."""
+
+    permission_classes = [ReleaseManagersWrite]
+
+    class InputSerializer(inputs.InputSerializer):
+        action = serializers.ChoiceField(choices=list(ACTIONS))
+        comment = serializers.CharField(required=False, allow_blank=True, default="",
+                                        max_length=MAX_COMMENT)  # fmt: skip
+
+    @extend_schema(request=InputSerializer, responses={200: PlanDetailSerializer})
+    def post(self, request, plan_id):
+        plan = selectors.plan_get(plan_id=plan_id)
+        if plan is None:
+            raise Http404(f"No release plan {plan_id}.")
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.plan_action(plan=plan, actor=request.user, **data.validated_data)
+        return Response(_detail(plan_id))

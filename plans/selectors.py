@@ -1,0 +1,52 @@
+"""Reading release plans: the list, one plan with its cells (wave x cluster), approvals and
+events."""
+
+from django.db.models import QuerySet
+
+from plans.models import PlanRelease, ReleasePlan
+
+
+def plan_list(*, model: str | None = None, state: str | None = None) -> QuerySet[ReleasePlan]:
+    qs = ReleasePlan.objects.select_related("model", "candidate", "created_by")
+    if model:
+        qs = qs.filter(model__name=model)
+    if state:
+        qs = qs.filter(phase=state.upper())
+    return qs.order_by("-created_at", "-id")
+
+
+def plan_get(*, plan_id: int) -> ReleasePlan | None:
+    return (
+        ReleasePlan.objects.select_related("model", "candidate", "created_by")
+        .prefetch_related("approvals", "events")
+        .filter(pk=plan_id)
+        .first()
+    )
+
+
+def plan_waves(plan: ReleasePlan) -> list[dict]:
+    """Each wave as stored, with its clusters' cells: the release (id, phase, weight) once
+    started, else why it could not start."""
+    cells = PlanRelease.objects.filter(plan=plan).select_related("cluster", "release")
+    by_wave: dict[int, list[dict]] = {}
+    for cell in cells:
+        release = cell.release
+        by_wave.setdefault(cell.wave, []).append(
+            {
+                "cluster": cell.cluster.name,
+                "release": release.pk if release else None,
+                "phase": release.phase if release else None,
+                "weight": release.serving_weight if release else None,
+                "error": cell.error,
+            }
+        )
+    return [
+        {
+            "index": i,
+            "bake_s": wave.get("bake_s", 0.0),
+            "approval": bool(wave.get("approval")),
+            "release": wave.get("release") or {},
+            "clusters": by_wave.get(i, []),
+        }
+        for i, wave in enumerate(plan.waves)
+    ]

@@ -1,0 +1,153 @@
+"""One tick of a release plan: observe its releases and approvals, `decide`, apply, save.
+
+Level-triggered and safe to run twice: the plan row is locked for the tick (a tick that finds
+it locked does nothing), every effect is desired state, and a release is started only for a
+cell that has none and no start error."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.errors import ApplicationError
+from plans.models import PlanApproval, PlanRelease, ReleasePlan
+from plans.services import plan_event
+from plans.state_machine import (
+    TERMINAL,
+    Decision,
+    Observation,
+    PauseReleases,
+    Phase,
+    ResumeReleases,
+    RollbackReleases,
+    StartReleases,
+    State,
+    Wave,
+    decide,
+)
+from releases.services import release_action, release_create
+from releases.state_machine import ACTIONS as RELEASE_ACTIONS
+from releases.state_machine import TERMINAL as RELEASE_TERMINAL
+from releases.state_machine import Phase as ReleasePhase
+
+log = logging.getLogger(__name__)
+
+
+def state_of(plan: ReleasePlan) -> State:
+    waves = tuple(
+        Wave(tuple(w["clusters"]), float(w.get("bake_s") or 0), bool(w.get("approval")))
+        for w in plan.waves
+    )
+    return State(
+        Phase(plan.phase), plan.wave_index, waves, plan.on_failure, plan.baked_from, plan.reason
+    )
+
+
+def _observe(plan: ReleasePlan, cells: list[PlanRelease], now: float) -> Observation:
+    current = [c for c in cells if c.wave == plan.wave_index]
+    latest = (
+        PlanApproval.objects.filter(plan=plan, wave=plan.wave_index)
+        .order_by("-created_at", "-id")
+        .values_list("decision", flat=True)
+        .first()
+    )
+    ended = {p.value for p in RELEASE_TERMINAL}
+    return Observation(
+        now=now,
+        releases={c.cluster.name: (c.release.phase if c.release else None) for c in current},
+        start_errors={c.cluster.name: c.error for c in current if c.error and not c.release},
+        approval=latest,
+        action=(plan.pending_action or {}).get("action"),
+        any_active=any(c.release and c.release.phase not in ended for c in cells),
+    )
+
+
+def _actor(plan: ReleasePlan):
+    """Who a plan's own effects act as: the person whose action is taken, else the author."""
+    actor_id = (plan.pending_action or {}).get("actor_id") or plan.created_by_id
+    return get_user_model().objects.filter(pk=actor_id).first()
+
+
+def _start(plan: ReleasePlan, cells: list[PlanRelease], clusters: tuple[str, ...], actor) -> None:
+    settings = plan.waves[plan.wave_index].get("release") or {}
+    for cell in cells:
+        if cell.wave != plan.wave_index or cell.cluster.name not in clusters:
+            continue
+        if cell.release_id or cell.error:
+            continue
+        try:
+            if actor is None:
+                raise ApplicationError("the plan's author no longer exists")
+            with transaction.atomic():
+                cell.release = release_create(
+                    cluster=cell.cluster, candidate=plan.candidate, actor=actor, **settings
+                )
+            message = f"release {cell.release.pk} started on {cell.cluster.name}"
+        except ApplicationError as exc:
+            cell.error = exc.message
+            message = f"no release on {cell.cluster.name}: {exc.message}"
+        cell.save(update_fields=["release", "error"])
+        plan_event(plan, kind="start", message=message)
+
+
+def _each_release(plan, cells, action: str, actor, reason: str) -> None:
+    """`action` on every release of the plan whose phase takes it (desired state: one that
+    does not, or has an action waiting, is left as it is)."""
+    for cell in cells:
+        release = cell.release
+        if release is None or ReleasePhase(release.phase) not in RELEASE_ACTIONS[action]:
+            continue
+        if release.pending_action:
+            continue
+        try:
+            release_action(release=release, action=action, actor=actor, reason=reason)
+        except ApplicationError as exc:  # its phase moved meanwhile: the next tick sees it
+            log.info("plan %s: %s of release %s refused: %s", plan.pk, action, release.pk, exc)
+            continue
+        plan_event(
+            plan, kind="effect", message=f"{action} release {release.pk} ({cell.cluster.name})"
+        )
+
+
+def _apply(plan: ReleasePlan, cells: list[PlanRelease], decision: Decision) -> None:
+    actor = _actor(plan)
+    reason = f"release plan {plan.pk}: {decision.reason or decision.event}"
+    for effect in decision.effects:
+        if isinstance(effect, StartReleases):
+            _start(plan, cells, effect.clusters, actor)
+        elif isinstance(effect, PauseReleases):
+            _each_release(plan, cells, "pause", actor, reason)
+        elif isinstance(effect, ResumeReleases):
+            _each_release(plan, cells, "resume", actor, reason)
+        elif isinstance(effect, RollbackReleases):
+            _each_release(plan, cells, "rollback", actor, reason)
+
+
+def plan_tick(*, plan_id: int) -> ReleasePlan | None:
+    """One tick; None when another tick holds the plan or it does not exist."""
+    with transaction.atomic():
+        plan = (
+            ReleasePlan.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("candidate", "candidate__model", "created_by")
+            .filter(pk=plan_id)
+            .first()
+        )
+        if plan is None or Phase(plan.phase) in TERMINAL:
+            return plan
+        cells = list(PlanRelease.objects.filter(plan=plan).select_related("cluster", "release"))
+        decision = decide(state_of(plan), _observe(plan, cells, time.time()))
+        before = plan.phase
+        plan.phase, plan.wave_index = decision.phase.value, decision.wave_index
+        plan.baked_from, plan.reason = decision.baked_from, decision.reason
+        _apply(plan, cells, decision)
+        plan.pending_action = None  # taken, or no longer fitting the phase: dropped either way
+        if Phase(plan.phase) in TERMINAL:
+            plan.finished_at = timezone.now()
+        plan.save()
+        if decision.event or plan.phase != before:
+            plan_event(plan, kind="phase", message=decision.event or f"{before} -> {plan.phase}")
+    return plan

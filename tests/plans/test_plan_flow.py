@@ -1,0 +1,168 @@
+"""Release plans end to end: two clusters of one real Triton node each, each behind a real
+nginx router of its own, client traffic through both routers, the plan and its releases ticked
+by the session's releases-lane worker with beat's two tick entries queued on a timer
+(tests/ticking.py), loads on its fleet-lane worker."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from deployments.executor import deployment_run
+from deployments.services import cluster_create, deployment_create
+from integrations.triton.local import free_ports
+from models_registry.services import model_create, team_create
+from plans.models import PlanRelease, ReleasePlan
+from releases import routing
+from tests.conftest import wait_for
+from tests.deploying import pushed
+from tests.nodes import register_nodes
+from tests.registry.archives import register_risk_score_as
+from tests.releases.test_release_flow import Traffic, _unload_left_behind
+from tests.ticking import Ticking
+
+pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
+
+SLA = {"p99_latency_ms": 500, "min_success_rate": 99.0}
+RELEASE = {
+    "steps": [50, 100],
+    "step_interval_s": 2,
+    "analysis": {"min_requests": 10, "max_failed_checks": 1, "latency_tolerance": 5},
+    "progress_deadline_s": 60,
+}
+
+
+@pytest.fixture
+def fleet(triton_cluster, lanes, settings, make_user):
+    """`edge` and `core`: one node each of the session's two, a router each; rita and remy
+    release managers, ada in the algorithm team. Ticked by the lanes while the test runs."""
+    settings.SWITCHYARD_STORAGE_ROOT = lanes.storage
+    settings.SWITCHYARD_DEPLOY_DRAIN_S = 0.2
+    rita, remy = (
+        make_user("rita", role="release-managers"),
+        make_user("remy", role="release-managers"),
+    )
+    ada = make_user("ada", role="algorithm")
+    team_create(name="fraud", actor=ada)
+    world = {"rita": rita, "remy": remy, "ada": ada, "clusters": {}, "ports": {}}
+    key = triton_cluster.node_key.value
+    for name, node, port in zip(("edge", "core"), triton_cluster.nodes, free_ports(2), strict=True):
+        router = {"driver": "nginx", "listen": f"127.0.0.1:{port}",
+                  "prefix_dir": str(lanes.storage.parent / f"router-{name}-{port}")}  # fmt: skip
+        cluster = cluster_create(actor=rita, name=name, environment="production", router=router,
+                                 api_key=key)  # fmt: skip
+        register_nodes(cluster, [node], actor=rita)
+        world["clusters"][name], world["ports"][name] = cluster, port
+    try:
+        with Ticking(lanes) as ticking:
+            world["ticking"] = ticking
+            yield world
+    finally:
+        for cluster in world["clusters"].values():
+            routing.router_for(cluster).stop()
+        routing._DRIVERS.clear()
+        _unload_left_behind(triton_cluster)
+
+
+def _serving(world, name: str, candidate_variant: int):
+    """`name` serving v1 on both clusters through their routers; the candidate registered."""
+    model = model_create(name=name, team="fraud", actor=world["ada"], sla=SLA)
+    baseline = register_risk_score_as(model, world["ada"], 1)
+    for cluster in world["clusters"].values():
+        pushed(deployment_create(cluster=cluster, version=baseline, actor=world["rita"]))
+        routing.router_for(cluster).apply(routing.router_state(cluster, []))
+    return model, register_risk_score_as(model, world["ada"], candidate_variant)
+
+
+def _as(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def _plan_until(plan_id: int, phases: set[str], timeout_s: float = 150.0) -> ReleasePlan:
+    seen = []
+
+    def check():
+        plan = ReleasePlan.objects.get(pk=plan_id)
+        if not seen or seen[-1] != (plan.phase, plan.reason):
+            seen.append((plan.phase, plan.reason))
+        return plan if plan.phase in phases else None
+
+    try:
+        return wait_for(check, timeout_s=timeout_s, what=f"plan in {sorted(phases)}")
+    except RuntimeError:
+        raise AssertionError(f"plan {plan_id} not in {phases}: seen {seen[-8:]}") from None
+
+
+def _cell(plan_id: int, cluster: str) -> PlanRelease:
+    return PlanRelease.objects.select_related("release").get(plan_id=plan_id, cluster__name=cluster)
+
+
+def _unload(world, model) -> None:
+    for cluster in world["clusters"].values():
+        unload = deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"])
+        deployment_run(deployment_id=unload.pk)
+
+
+def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(fleet):
+    world = fleet
+    model, candidate = _serving(world, "plan_good", 2)
+    waves = [{"clusters": ["edge"], "release": RELEASE, "bake_s": 2},
+             {"clusters": ["core"], "release": RELEASE, "approval": True}]  # fmt: skip
+    with Traffic(world["ports"]["edge"], "plan_good") as edge, \
+            Traffic(world["ports"]["core"], "plan_good") as core:  # fmt: skip
+        edge.more(20)
+        core.more(20)
+        answer = _as(world["rita"]).post("/api/v1/release-plans/", {
+            "model": "plan_good", "candidate_version": candidate.version, "waves": waves,
+        }, format="json")  # fmt: skip
+        assert answer.status_code == 201, answer.content
+        plan_id = answer.json()["id"]
+        waiting = _plan_until(plan_id, {"WAITING_APPROVAL", "HALTED", "ROLLED_BACK"})
+        assert waiting.phase == "WAITING_APPROVAL" and waiting.wave_index == 1, waiting.reason
+        # The barrier: wave 1's release succeeded and baked; nothing started on core.
+        assert _cell(plan_id, "edge").release.phase == "SUCCEEDED"
+        assert _cell(plan_id, "core").release is None
+        url = f"/api/v1/release-plans/{plan_id}/actions/"
+        assert _as(world["rita"]).post(url, {"action": "approve"}, format="json").status_code == 403
+        approved = _as(world["remy"]).post(url, {"action": "approve", "comment": "CAB ok"},
+                                           format="json")  # fmt: skip
+        assert approved.status_code == 200, approved.content
+        done = _plan_until(plan_id, {"SUCCEEDED", "HALTED", "ROLLED_BACK"})
+        core.more(20)
+    assert done.phase == "SUCCEEDED", done.reason
+    assert done.finished_at is not None
+    for cluster in ("edge", "core"):
+        release = _cell(plan_id, cluster).release
+        assert release.phase == "SUCCEEDED" and release.candidate_id == candidate.pk
+    assert edge.failed == 0 and core.failed == 0, (edge.summary(), core.summary())
+    assert core.versions.get("2", 0) > 0
+    detail = _as(world["ada"]).get(f"/api/v1/release-plans/{plan_id}/").json()
+    messages = [e["message"] for e in detail["events"]]
+    assert any("wave 1 succeeded; baking 2 s" in m for m in messages), messages
+    assert any("remy approved wave 2: CAB ok" in m for m in messages), messages
+    assert any("every wave succeeded" in m for m in messages), messages
+    assert [c["phase"] for w in detail["waves"] for c in w["clusters"]] == ["SUCCEEDED"] * 2
+    _unload(world, model)
+
+
+def test_a_rollback_in_one_wave_halts_the_plan_before_the_next_wave(fleet):
+    world = fleet
+    model, candidate = _serving(world, "plan_bad", 3)  # variant 3 fails its requests
+    waves = [{"clusters": ["edge"], "release": RELEASE}, {"clusters": ["core"], "release": RELEASE}]
+    with Traffic(world["ports"]["edge"], "plan_bad") as edge:
+        edge.more(20)
+        answer = _as(world["rita"]).post("/api/v1/release-plans/", {
+            "model": "plan_bad", "candidate_version": candidate.version, "waves": waves,
+        }, format="json")  # fmt: skip
+        plan_id = answer.json()["id"]
+        halted = _plan_until(plan_id, {"HALTED", "SUCCEEDED", "WAITING_APPROVAL"})
+    assert halted.phase == "HALTED", halted.reason
+    assert "edge: rolled_back" in halted.reason and "no further release starts" in halted.reason
+    assert _cell(plan_id, "edge").release.phase == "ROLLED_BACK"
+    assert _cell(plan_id, "core").release is None  # the next wave never started
+    url = f"/api/v1/release-plans/{plan_id}/actions/"
+    answer = _as(world["remy"]).post(url, {"action": "rollback", "comment": "stop"}, format="json")
+    assert answer.status_code == 200, answer.content
+    ended = _plan_until(plan_id, {"ROLLED_BACK"})
+    assert ended.finished_at is not None and _cell(plan_id, "core").release is None
+    _unload(world, model)
