@@ -19,6 +19,10 @@ EVENTS = (
     "release.promoted",
     "deployment.failed",
     "version.registered",
+    "plan.wave_started",
+    "plan.waiting_approval",
+    "plan.halted",
+    "plan.finished",
 )
 SEVERITIES = ("info", "warning", "critical")  # lowest first
 FORMATS = ("json", "slack")
@@ -29,6 +33,12 @@ AUDIT_EVENTS = {
     "alert.resolved": "alert.resolved",
     "deployment.failed": "deployment.failed",
     "model_version.registered": "version.registered",
+    # A release plan's own transitions (plans/tick.py audits them; a person's actions are
+    # audited as plan.<action> and are not events).
+    "plan.wave_started": "plan.wave_started",
+    "plan.waiting_approval": "plan.waiting_approval",
+    "plan.halted": "plan.halted",
+    "plan.finished": "plan.finished",
 }
 # Release phases whose entry is an event; a "step" release event is release.step too.
 RELEASE_PHASE_EVENTS = {
@@ -42,7 +52,9 @@ RELEASE_EVENT_KINDS = ("phase", "step")
 SEVERITY_OF = {
     "deployment.failed": "warning",
     "release.rolled_back": "warning",
+    "plan.halted": "warning",
 }
+PLAN_FIELDS = ("model", "candidate_version", "wave", "waves", "phase", "reason", "clusters")
 ALERT_FIELDS = ("kind", "severity", "summary", "cluster", "node", "model", "version")
 
 
@@ -94,6 +106,22 @@ def _note(event: str, severity: str, summary: str, row: dict, data: dict) -> Not
     return Note(event, severity, summary, row["source"], row["id"], row["created_at"], data)
 
 
+def _plan_note(action: str, row: dict[str, Any]) -> Note:
+    details = row.get("details") or {}
+    data = {"plan_id": row.get("object_id"), **{k: details.get(k) for k in PLAN_FIELDS}}
+    what = {
+        "plan.wave_started": f"wave {data['wave']} started on {', '.join(data['clusters'] or [])}",
+        "plan.waiting_approval": f"wave {data['wave']} waits for approval",
+        "plan.halted": f"halted: {data['reason']}",
+        "plan.finished": f"ended {str(data['phase']).lower()}: {data['reason']}",
+    }[action]
+    summary = f"Plan {data['plan_id']} ({data['model']} v{data['candidate_version']}): {what}"
+    severity = SEVERITY_OF.get(action, "info")
+    if action == "plan.finished" and data["phase"] != "SUCCEEDED":
+        severity = "warning"
+    return _note(AUDIT_EVENTS[action], severity, summary[:500], row, data)
+
+
 def note_from_audit(row: dict[str, Any]) -> Note | None:
     """An audit row ({id, action, object_id, object_repr, actor, details, created_at}) as an
     event, or None when its action is not one."""
@@ -102,6 +130,8 @@ def note_from_audit(row: dict[str, Any]) -> Note | None:
         return None
     if action.startswith("alert."):
         return _alert_note(action, row)
+    if action.startswith("plan."):
+        return _plan_note(action, row)
     event = AUDIT_EVENTS[action]
     details = row.get("details") or {}
     data = {"id": row.get("object_id"), "object": row.get("object_repr"), "actor": row.get("actor")}

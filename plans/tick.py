@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.errors import ApplicationError
+from audit.services import audit_record
 from plans.models import PlanApproval, PlanRelease, ReleasePlan
 from plans.services import plan_event
 from plans.state_machine import (
@@ -140,7 +141,7 @@ def plan_tick(*, plan_id: int) -> ReleasePlan | None:
             return plan
         cells = list(PlanRelease.objects.filter(plan=plan).select_related("cluster", "release"))
         decision = decide(state_of(plan), _observe(plan, cells, time.time()))
-        before = plan.phase
+        before, wave_before = plan.phase, plan.wave_index
         plan.phase, plan.wave_index = decision.phase.value, decision.wave_index
         plan.baked_from, plan.reason = decision.baked_from, decision.reason
         _apply(plan, cells, decision)
@@ -150,4 +151,33 @@ def plan_tick(*, plan_id: int) -> ReleasePlan | None:
         plan.save()
         if decision.event or plan.phase != before:
             plan_event(plan, kind="phase", message=decision.event or f"{before} -> {plan.phase}")
+        if plan.phase != before or decision.wave_index != wave_before:
+            _audit_transition(plan, before)
     return plan
+
+
+def _audit_transition(plan: ReleasePlan, before: str) -> None:
+    """The plan's own transitions that webhooks can be told of (notifications/catalog.py):
+    a wave started, a wave waits for approval, the plan halted, the plan ended."""
+    phase = Phase(plan.phase)
+    if phase is Phase.RUNNING and before != Phase.HALTED.value:
+        action = "plan.wave_started"
+    elif phase is Phase.WAITING_APPROVAL:
+        action = "plan.waiting_approval"
+    elif phase is Phase.HALTED:
+        action = "plan.halted"
+    elif phase in TERMINAL:
+        action = "plan.finished"
+    else:
+        return
+    wave = plan.waves[plan.wave_index]
+    details = {
+        "model": plan.candidate.model.name,
+        "candidate_version": plan.candidate.version,
+        "wave": plan.wave_index + 1,
+        "waves": len(plan.waves),
+        "phase": plan.phase,
+        "reason": plan.reason,
+        "clusters": list(wave["clusters"]),
+    }
+    audit_record(actor=None, action=action, obj=plan, details=details)

@@ -6,15 +6,20 @@ by the session's releases-lane worker with beat's two tick entries queued on a t
 import pytest
 from rest_framework.test import APIClient
 
+from audit.models import AuditEvent
 from deployments.executor import deployment_run
 from deployments.services import cluster_create, deployment_create
 from integrations.triton.local import free_ports
 from models_registry.services import model_create, team_create
+from notifications.models import Delivery
+from notifications.services import webhook_create
 from plans.models import PlanRelease, ReleasePlan
 from releases import routing
 from tests.conftest import wait_for
 from tests.deploying import pushed
 from tests.nodes import register_nodes
+from tests.notifications.receiver import Receiver
+from tests.notifications.test_webhook_flows import _deliver_all
 from tests.registry.archives import register_risk_score_as
 from tests.releases.test_release_flow import Traffic, _unload_left_behind
 from tests.ticking import Ticking
@@ -22,6 +27,8 @@ from tests.ticking import Ticking
 pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 
 SLA = {"p99_latency_ms": 500, "min_success_rate": 99.0}
+PLAN_EVENTS = ["plan.wave_started", "plan.waiting_approval", "plan.halted", "plan.finished"]
+SECRET = "plan-receiver-secret-0123"
 RELEASE = {
     "steps": [50, 100],
     "step_interval_s": 2,
@@ -103,11 +110,18 @@ def _unload(world, model) -> None:
         deployment_run(deployment_id=unload.pk)
 
 
-def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(fleet):
+@pytest.fixture
+def receiver():
+    with Receiver() as running:
+        yield running
+
+
+def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(fleet, receiver):
     world = fleet
     model, candidate = _serving(world, "plan_good", 2)
     waves = [{"clusters": ["edge"], "release": RELEASE, "bake_s": 2},
              {"clusters": ["core"], "release": RELEASE, "approval": True}]  # fmt: skip
+    hook = webhook_create(actor=world["rita"], url=receiver.url, secret=SECRET, events=PLAN_EVENTS)
     with Traffic(world["ports"]["edge"], "plan_good") as edge, \
             Traffic(world["ports"]["core"], "plan_good") as core:  # fmt: skip
         edge.more(20)
@@ -142,6 +156,14 @@ def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(
     assert any("remy approved wave 2: CAB ok" in m for m in messages), messages
     assert any("every wave succeeded" in m for m in messages), messages
     assert [c["phase"] for w in detail["waves"] for c in w["clusters"]] == ["SUCCEEDED"] * 2
+    # Webhooks: each transition once, signed, with the plan in its data.
+    _deliver_all()
+    got = receiver.wait_for(Delivery.objects.filter(webhook=hook).count())
+    told = [(r.headers["x-switchyard-event"], r.document["data"]["wave"]) for r in got]
+    assert told == [("plan.wave_started", 1), ("plan.waiting_approval", 2),
+                    ("plan.wave_started", 2), ("plan.finished", 2)], told  # fmt: skip
+    assert all(r.is_signed_with(SECRET) for r in got)
+    assert got[-1].document["data"]["phase"] == "SUCCEEDED"
     _unload(world, model)
 
 
@@ -165,4 +187,8 @@ def test_a_rollback_in_one_wave_halts_the_plan_before_the_next_wave(fleet):
     assert answer.status_code == 200, answer.content
     ended = _plan_until(plan_id, {"ROLLED_BACK"})
     assert ended.finished_at is not None and _cell(plan_id, "core").release is None
+    halted_rows = AuditEvent.objects.filter(action="plan.halted", object_id=str(plan_id))
+    assert halted_rows.count() == 1 and "edge: rolled_back" in halted_rows.get().details["reason"]
+    finished = AuditEvent.objects.get(action="plan.finished", object_id=str(plan_id))
+    assert finished.details["phase"] == "ROLLED_BACK"
     _unload(world, model)

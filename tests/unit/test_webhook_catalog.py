@@ -140,3 +140,23 @@ def test_signature_is_hmac_sha256_of_timestamp_dot_body_and_verify_refuses_repla
     assert not verify(timestamp="x", now=1_700_000_100, **kwargs)
     tampered = {**kwargs, "body": body + b" "}
     assert not verify(timestamp="1700000000", now=1_700_000_100, **tampered)
+
+
+@pytest.mark.parametrize(
+    ("action", "phase", "severity", "words"),
+    [
+        ("plan.wave_started", "RUNNING", "info", "wave 2 started on eu, us"),
+        ("plan.waiting_approval", "WAITING_APPROVAL", "info", "wave 2 waits for approval"),
+        ("plan.halted", "HALTED", "warning", "halted: wave 2: eu: rolled_back"),
+        ("plan.finished", "SUCCEEDED", "info", "ended succeeded"),
+        ("plan.finished", "ROLLED_BACK", "warning", "ended rolled_back"),
+    ],
+)
+def test_a_plans_transitions_are_events_with_the_plan_in_their_data(action, phase, severity, words):
+    details = {"model": "risk", "candidate_version": 4, "wave": 2, "waves": 3, "phase": phase,
+               "reason": "wave 2: eu: rolled_back", "clusters": ["eu", "us"]}  # fmt: skip
+    note = note_from_audit(_audit(action, **details))
+    assert note is not None and note.event == action and note.severity == severity
+    assert note.summary.startswith("Plan 42 (risk v4): ") and words in note.summary
+    assert note.data["plan_id"] == "42" and note.data["clusters"] == ["eu", "us"]
+    assert note_from_audit(_audit("plan.halt", comment="x")) is None  # a person's request
