@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 from accounts import inputs
 from accounts.errors import NotFound
 from accounts.idempotency import idempotent
+from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
 from models_registry.selectors import model_version_find
@@ -17,6 +18,27 @@ from plans.state_machine import ACTIONS, ON_FAILURE, Phase
 from releases.apis import ReleaseSettingsInput
 
 MAX_COMMENT = 2000
+
+
+def _plan_waiting(plan) -> str | None:
+    if plan.pending_action:
+        return None  # a person acted; the next tick takes it
+    wave = plan.wave_index + 1
+    if plan.phase == Phase.WAITING_APPROVAL.value:
+        author = plan.created_by.get_username() if plan.created_by else "its author"
+        return f"approval of wave {wave} by a release manager other than {author} (action approve)"
+    if plan.phase == Phase.HALTED.value:
+        return f"a resume or a rollback (halted: {plan.reason})"
+    return None
+
+
+PLAN = Lifecycle(
+    states=tuple(p.value.lower() for p in Phase),
+    outcomes={"succeeded": "succeeded", "refused": "cancelled", "rolled_back": "rolled_back"},
+    state_of=lambda plan: str(plan.phase).lower(),
+    reason_of=lambda plan: plan.reason,
+    waiting_of=_plan_waiting,
+)
 
 
 class CellSerializer(serializers.Serializer):
@@ -56,7 +78,11 @@ class PlanSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     model = serializers.CharField(source="model.name")
     candidate_version = serializers.IntegerField(source="candidate.version")
-    state = serializers.SerializerMethodField()
+    state = PLAN.state_field()
+    finished = PLAN.finished_field()
+    outcome = PLAN.outcome_field()
+    outcome_reason = PLAN.outcome_reason_field()
+    waiting_for = PLAN.waiting_for_field()
     wave_index = serializers.IntegerField(help_text="the current wave, 0-based")
     reason = serializers.CharField()
     on_failure = serializers.CharField()
@@ -64,9 +90,6 @@ class PlanSerializer(serializers.Serializer):
     created_by = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
-
-    def get_state(self, plan) -> str:
-        return plan.phase.lower()
 
     def get_created_by(self, plan) -> str:
         return plan.created_by.get_username() if plan.created_by else ""

@@ -180,3 +180,140 @@ _NUMBERS = {
     "shared_idle",
     *(f"{kind}_cost" for kind in COST_KINDS),
 }
+
+
+@click.group()
+def plan() -> None:
+    """Release plans: one version through waves of clusters (docs/RELEASE_PLANS.md)."""
+
+
+def _waves(wave, plan_file, bake, approve_waves, release_settings) -> list[dict]:
+    if plan_file is not None:
+        try:
+            waves = json.load(plan_file)
+        except ValueError as exc:
+            raise click.BadParameter(f"not JSON: {exc}", param_hint="--plan-file") from exc
+        if not isinstance(waves, list):
+            raise click.BadParameter("a JSON list of waves", param_hint="--plan-file")
+        return waves
+    if not wave:
+        raise click.UsageError("give the waves: --wave CLUSTERS (again for each) or --plan-file")
+    gated = set(int_list(approve_waves)) if approve_waves else set()
+    return [
+        {
+            "clusters": [c.strip() for c in clusters.split(",") if c.strip()],
+            "release": release_settings,
+            "bake_s": bake,
+            "approval": i + 1 in gated,
+        }
+        for i, clusters in enumerate(wave)
+    ]
+
+
+@plan.command("start")
+@click.argument("target", type=MODEL_VERSION)
+@click.option("--wave", multiple=True, help="Clusters of a wave, comma-separated; in order.")
+@click.option(
+    "--plan-file",
+    type=click.File("r"),
+    default=None,
+    help="The waves as JSON ([{clusters, release, bake_s, approval}]) instead.",
+)
+@click.option(
+    "--bake",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Seconds a wave's releases must have succeeded before the next wave.",
+)
+@click.option(
+    "--approve-waves",
+    default=None,
+    help="Waves (1-based) that wait for another release manager's approval, e.g. 2,3.",
+)
+@click.option("--steps", default=None, help="Each release's candidate weights, %.")
+@click.option("--interval", type=float, default=None, help="Seconds between a release's steps.")
+@click.option("--analysis", default=None, help="Each release's analysis, JSON.")
+@click.option("--on-failure", type=click.Choice(["halt", "rollback"]), default="halt",
+              show_default=True, help="What a rollback in any wave does to the plan.")  # fmt: skip
+@wait_options
+@output_option
+@api_command
+def plan_start(target, wave, plan_file, bake, approve_waves, steps, interval, analysis, on_failure,
+               **opts):  # fmt: skip
+    """Walk MODEL:VERSION through the waves; --wait exits 0 when every wave succeeded, 1 when
+    the plan rolled back, 4 when it waits for a person (an approval, a resume)."""
+    api, (name, number) = client(), target
+    settings = {
+        "steps": int_list(steps) if steps else None,
+        "step_interval_s": interval,
+        "analysis": json_object(analysis),
+    }
+    settings = {key: value for key, value in settings.items() if value is not None}
+    body = {"model": name, "candidate_version": number, "on_failure": on_failure,
+            "waves": _waves(wave, plan_file, bake, approve_waves, settings)}  # fmt: skip
+    created = create(api, f"{API}/release-plans/", body)
+    finish(api, "plan", f"{API}/release-plans/{created['id']}/", created, opts)
+
+
+@plan.command("status")
+@click.argument("plan_id", type=int)
+@wait_options
+@output_option
+@api_command
+def plan_status(plan_id, **opts):
+    """Show a plan, wave by wave; --wait until it ended (0 succeeded, 1 rolled back or
+    cancelled by a refusal) or waits for a person (4)."""
+    api = client()
+    path = f"{API}/release-plans/{plan_id}/"
+    answer = api.request("GET", path)
+    if not opts["wait"]:
+        emit(opts["output"], answer, plan_lines(answer))
+        sys.exit(EXIT_OK)
+    finish(api, "plan", path, answer, opts)
+
+
+def plan_lines(answer: dict) -> str:
+    """A plan as text: its state, then one line per wave with each cluster's release."""
+    lines = [f"plan {answer.get('id')}: {describe('plan', answer)}"]
+    if answer.get("waiting_for"):
+        lines[0] += f": waits for {answer['waiting_for']}"
+    for wave in answer.get("waves") or []:
+        cells = []
+        for cell in wave.get("clusters") or []:
+            if cell.get("release"):
+                cells.append(f"{cell['cluster']} release {cell['release']} {cell.get('phase')}")
+            elif cell.get("error"):
+                cells.append(f"{cell['cluster']} not started: {cell['error']}")
+            else:
+                cells.append(f"{cell['cluster']} -")
+        gate = " (approval)" if wave.get("approval") else ""
+        lines.append(f"  wave {wave.get('index', 0) + 1}{gate}: " + "; ".join(cells))
+    return "\n".join(lines)
+
+
+def _plan_action_command(action: str, help_text: str):
+    @plan.command(action, help=help_text)
+    @click.argument("plan_id", type=int)
+    @click.option("--comment", default="", help="Why (kept with the decision, audited).")
+    @output_option
+    @api_command
+    def command(plan_id, comment, output):
+        answer = client().request(
+            "POST", f"{API}/release-plans/{plan_id}/actions/",
+            body={"action": action, "comment": comment},
+        )  # fmt: skip
+        emit(output, answer, plan_lines(answer))
+        sys.exit(EXIT_OK)
+
+    return command
+
+
+for _action, _help in (
+    ("approve", "Approve the wave PLAN_ID waits for (not its author: 403)."),
+    ("refuse", "Refuse the wave PLAN_ID waits for: the plan ends (not its author: 403)."),
+    ("halt", "Pause every running release of PLAN_ID; nothing more starts."),
+    ("resume", "Let a halted PLAN_ID go on."),
+    ("rollback", "Roll back every release of PLAN_ID that has not ended."),
+):
+    _plan_action_command(_action, _help)

@@ -101,6 +101,11 @@ def client() -> Client:
 CONTINUE = {
     ("release", "waiting_approval"): "switchyard release approve {id}",
     ("release", "paused"): "switchyard release resume {id}",
+    (
+        "plan",
+        "waiting_approval",
+    ): "switchyard plan approve {id}  (a release manager other than its author)",
+    ("plan", "halted"): "switchyard plan resume {id}  (or: switchyard plan rollback {id})",
 }
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from switchyard_cli.client import ApiError, Client, settings, write_config
-from switchyard_cli.commands import cost, release
+from switchyard_cli.commands import cost, plan, release
 from switchyard_cli.common import (
     API,
     MODEL_VERSION,
@@ -323,4 +323,5 @@ def cluster_show(name, output):
 
 
 cli.add_command(release)
+cli.add_command(plan)
 cli.add_command(cost)

@@ -41,6 +41,10 @@ def describe(kind: str, payload: dict) -> str:
     if kind == "release":
         weight = payload.get("candidate_weight")
         return f"{state} (candidate {weight}%)" if weight is not None else state
+    if kind == "plan":
+        waves = payload.get("waves")
+        where = f" (wave {payload.get('wave_index', 0) + 1} of {len(waves)})" if waves else ""
+        return f"{state}{where}"
     before = payload.get("waits_for") or []
     if kind == "deployment" and before and state == "pending":
         listed = ", ".join(f"#{pk}" for pk in before)
