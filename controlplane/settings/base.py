@@ -218,6 +218,7 @@ SPECTACULAR_SETTINGS = {
         "BenchmarkStateEnum": "benchmarks.apis.BENCHMARK.states",
         "ReleaseStateEnum": "releases.apis.RELEASE.states",
         "ReleasePhaseEnum": "releases.state_machine.Phase",
+        "PlanStateEnum": "plans.apis.PLAN.states",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
