@@ -6,6 +6,7 @@ from console import (
     benchmark_views,
     cluster_views,
     list_views,
+    plan_views,
     registry_views,
     release_views,
     report_views,
@@ -103,6 +104,13 @@ urlpatterns += [
     ),
 ]
 
+# Release plans (console/plan_views.py).
+urlpatterns += [
+    path("plans/", plan_views.plan_list, name="plan-list"),
+    path("plans/<int:plan_id>/", plan_views.plan_detail, name="plan-detail"),
+    path("plans/<int:plan_id>/grid/", plan_views.plan_grid, name="plan-grid"),
+    path("plans/<int:plan_id>/act/", plan_views.plan_act, name="plan-act"),
+]
 # Releases (console/release_views.py).
 urlpatterns += [
     path("releases/", release_views.release_list, name="release-list"),

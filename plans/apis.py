@@ -150,7 +150,7 @@ class PlanListCreateApi(APIView):
     )
     def get(self, request):
         filters = list_filters(request, PlanFilters)
-        plans = selectors.plan_list(model=filters.get("model"), state=filters.get("state"))
+        plans = selectors.plan_list(**filters)
         return paginated(request, plans, PlanSerializer)
 
     @extend_schema(request=InputSerializer, responses={201: PlanDetailSerializer})

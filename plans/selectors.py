@@ -6,12 +6,19 @@ from django.db.models import QuerySet
 from plans.models import PlanRelease, ReleasePlan
 
 
-def plan_list(*, model: str | None = None, state: str | None = None) -> QuerySet[ReleasePlan]:
+def plan_list(
+    *, model: str | None = None, cluster: str | None = None, state: str | None = None, since=None
+) -> QuerySet[ReleasePlan]:
+    """Plans, newest first: of a model, with a wave on a cluster, in a state, started since."""
     qs = ReleasePlan.objects.select_related("model", "candidate", "created_by")
     if model:
         qs = qs.filter(model__name=model)
+    if cluster:
+        qs = qs.filter(cells__cluster__name=cluster)
     if state:
         qs = qs.filter(phase=state.upper())
+    if since:
+        qs = qs.filter(created_at__gte=since)
     return qs.order_by("-created_at", "-id")
 
 

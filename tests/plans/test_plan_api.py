@@ -140,3 +140,12 @@ def test_each_action_only_where_the_phase_takes_it(fleet):
     assert remy.post(url, {"action": "explode"}, format="json").status_code == 400
     assert remy.post("/api/v1/release-plans/999999/actions/", {"action": "halt"},
                      format="json").status_code == 404  # fmt: skip
+
+
+def test_the_plan_grid_fragment_is_readable_by_any_signed_in_user(fleet, client):
+    plan_id = _as(fleet["rita"]).post("/api/v1/release-plans/", _plan(), format="json").json()["id"]
+    client.force_login(fleet["ada"])
+    grid = client.get(f"/plans/{plan_id}/grid/")
+    assert grid.status_code == 200 and 'data-testid="plan-waves"' in grid.content.decode()
+    assert 'hx-trigger="every 2s"' in grid.content.decode()  # refreshed while the plan runs
+    assert client.post(f"/plans/{plan_id}/act/", {"action": "halt"}).status_code == 403

@@ -3,6 +3,8 @@ nginx router of its own, client traffic through both routers, the plan and its r
 by the session's releases-lane worker with beat's two tick entries queued on a timer
 (tests/ticking.py), loads on its fleet-lane worker."""
 
+import re
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -116,7 +118,9 @@ def receiver():
         yield running
 
 
-def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(fleet, receiver):
+def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(
+    fleet, receiver, client
+):
     world = fleet
     model, candidate = _serving(world, "plan_good", 2)
     waves = [{"clusters": ["edge"], "release": RELEASE, "bake_s": 2},
@@ -164,6 +168,14 @@ def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(
                     ("plan.wave_started", 2), ("plan.finished", 2)], told  # fmt: skip
     assert all(r.is_signed_with(SECRET) for r in got)
     assert got[-1].document["data"]["phase"] == "SUCCEEDED"
+    # The plan's page: both cells succeeded, a cost row per cluster.
+    client.force_login(world["ada"])
+    page = client.get(f"/plans/{plan_id}/").content.decode()
+    cells = re.findall(r'data-testid="plan-cell" data-cluster="(\w+)" data-phase="(\w+)"', page)
+    assert cells == [("edge", "SUCCEEDED"), ("core", "SUCCEEDED")], cells
+    # No collector ran here, so no cost was rolled up: each cluster's row shows none yet.
+    card = page.split('data-testid="plan-cost"', 1)[1].split("</table>", 1)[0]
+    assert "<td>edge</td>" in card and "<td>core</td>" in card
     _unload(world, model)
 
 

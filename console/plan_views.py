@@ -1,0 +1,111 @@
+"""Release plan pages: the list, and a plan as a grid of waves x clusters with its approvals,
+events, cost per 1k of baseline and candidate on each cluster, and the one stop."""
+
+from decimal import Decimal
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.errors import ApplicationError
+from accounts.roles import Role, user_has_role
+from console.paging import api_filters, paged
+from console.report_views import release_cost_context
+from plans import selectors
+from plans.apis import PLAN, PlanFilters
+from plans.models import PlanRelease
+from plans.services import plan_action
+from plans.state_machine import ACTIONS, Phase
+
+
+def _can_act(user) -> bool:
+    return user_has_role(user, Role.RELEASE_MANAGERS.value)
+
+
+@login_required
+def plan_list(request):
+    filters, values, errors = api_filters(request, PlanFilters)
+    listed = paged(request, selectors.plan_list(**filters), values=values)
+    context = {
+        **listed,
+        "plans": listed["page"].object_list,
+        "values": values,
+        "errors": errors,
+        "states": list(PlanFilters().fields["state"].choices),
+    }
+    return render(request, "console/plans/list.html", context)
+
+
+def _plan_or_404(plan_id: int):
+    plan = selectors.plan_get(plan_id=plan_id)
+    if plan is None:
+        raise Http404(f"No release plan {plan_id}.")
+    return plan
+
+
+def _costs(plan) -> dict:
+    """Per cluster with a release: baseline and candidate cost per 1k successful requests
+    during it; and across them, each side's cost over its requests (the plan's delta)."""
+    rows, totals = [], {"baseline": [Decimal(0), 0], "candidate": [Decimal(0), 0]}
+    cells = PlanRelease.objects.filter(plan=plan, release__isnull=False)
+    for cell in cells.select_related("cluster", "release__model", "release__baseline",
+                                     "release__candidate"):  # fmt: skip
+        during = release_cost_context(cell.release)["release_cost"][0]
+        rows.append({"cluster": cell.cluster.name, "release": cell.release, **during})
+        for side in ("baseline", "candidate"):
+            figures = during.get(side) or {}
+            if figures.get("cost") is not None:
+                totals[side][0] += Decimal(str(figures["cost"]))
+                totals[side][1] += int(figures.get("successes") or 0)
+    exact = {side: cost * 1000 / n if n else None for side, (cost, n) in totals.items()}
+    per_1k = {s: v.quantize(Decimal("0.0001")) if v is not None else None for s, v in exact.items()}
+    delta = None
+    if exact["baseline"] and exact["candidate"] is not None:
+        delta = ((exact["candidate"] / exact["baseline"] - 1) * 100).quantize(Decimal("0.1"))
+    return {"cost_rows": rows, "cost_per_1k": per_1k, "cost_delta_pct": delta}
+
+
+def _grid_context(request, plan) -> dict:
+    phase = Phase(plan.phase)
+    author = plan.created_by_id == request.user.pk
+    actions = [a for a in ("halt", "resume", "rollback") if phase in ACTIONS[a]]
+    return {
+        "plan": plan,
+        "waves": selectors.plan_waves(plan),
+        "waiting_for": PLAN.waiting_for(plan),
+        "can_act": _can_act(request.user) and not plan.pending_action,
+        "can_decide": _can_act(request.user) and phase in ACTIONS["approve"] and not author,
+        "is_author": author,
+        "actions": actions,
+    }
+
+
+@login_required
+def plan_detail(request, plan_id: int):
+    plan = _plan_or_404(plan_id)
+    context = {**_grid_context(request, plan), **_costs(plan)}
+    return render(request, "console/plans/detail.html", context)
+
+
+@login_required
+def plan_grid(request, plan_id: int):
+    """The grid and its actions alone, fetched again every 2 s while the plan runs (htmx)."""
+    plan = _plan_or_404(plan_id)
+    return render(request, "console/plans/_grid.html", _grid_context(request, plan))
+
+
+@login_required
+@require_POST
+def plan_act(request, plan_id: int):
+    if not _can_act(request.user):
+        raise PermissionDenied("Plan actions need the release-managers role.")
+    plan = _plan_or_404(plan_id)
+    try:
+        plan_action(plan=plan, action=request.POST.get("action", ""), actor=request.user,
+                    comment=request.POST.get("comment", "")[:2000])  # fmt: skip
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    return redirect("console:plan-detail", plan_id=plan_id)

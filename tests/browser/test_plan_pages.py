@@ -1,0 +1,73 @@
+"""Release plan pages in Chromium: the list, the waves x clusters grid, four-eyes approval
+through the form (the author sees why there is no button), and the one stop."""
+
+import pytest
+from django.db import transaction
+
+from deployments.services import cluster_create, node_create, serving_state_set
+from plans.models import PlanApproval, ReleasePlan
+from plans.services import plan_create
+from tests.browser.helpers import login
+from tests.release_setup import release_world
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def plan(make_user, settings, tmp_path):
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    with transaction.atomic():
+        world = release_world(make_user)
+        eu = cluster_create(actor=world["rita"], name="eu", environment="production",
+                            router={"driver": "nginx", "listen": "127.0.0.1:4"})  # fmt: skip
+        serving_state_set(cluster=eu, model=world["model"], versions=[world["versions"][0]])
+        node_create(cluster=eu, actor=world["rita"], name="eu1", http_url="http://127.0.0.1:9")
+    make_user("remy", role="release-managers")
+    waves = [{"clusters": ["prod"], "bake_s": 60}, {"clusters": ["eu"], "approval": True}]
+    found = plan_create(candidate=world["versions"][1], waves=waves, actor=world["rita"])
+    ReleasePlan.objects.filter(pk=found.pk).update(phase="WAITING_APPROVAL", wave_index=1)
+    return found
+
+
+def test_a_second_release_manager_approves_a_wave_on_the_plan_page(live_server, page, plan):
+    base = live_server.url
+    login(page, base, "rita")
+    page.click("a.nav-link:has-text('Plans')")
+    assert page.locator("[data-testid=plan-table] tbody tr").count() == 1
+    page.click(f"a[href='/plans/{plan.pk}/']")
+    cells = page.locator("[data-testid=plan-cell]")
+    assert [cells.nth(i).get_attribute("data-cluster") for i in range(2)] == ["prod", "eu"]
+    assert "not started" in cells.nth(1).inner_text()
+    waiting = page.locator("[data-testid=plan-waiting]").inner_text()
+    assert "approval of wave 2 by a release manager other than rita" in waiting
+    assert page.locator("[data-testid=plan-decide]").count() == 0  # four-eyes
+    assert (
+        "another release manager approves"
+        in page.locator("[data-testid=plan-four-eyes]").inner_text()
+    )
+    page.context.clear_cookies()
+    login(page, base, "remy")
+    page.goto(f"{base}/plans/{plan.pk}/")
+    page.fill("#decide-comment", "CAB-12 approved")
+    page.click("[data-testid=plan-decide] button[value=approve]")
+    page.wait_for_url(f"{base}/plans/{plan.pk}/")
+    approvals = page.locator("[data-testid=plan-approvals]").inner_text()
+    assert "wave 2: approved by remy: CAB-12 approved" in approvals
+    assert PlanApproval.objects.get(plan=plan).actor_name == "remy"
+    page.click("[data-testid=plan-halt]")
+    page.wait_for_url(f"{base}/plans/{plan.pk}/")
+    assert ReleasePlan.objects.get(pk=plan.pk).pending_action["action"] == "halt"
+    assert "remy asked to halt" in page.locator("#plan-grid").inner_text()
+
+
+def test_other_roles_read_a_plan_but_have_no_buttons(live_server, page, plan, make_user):
+    make_user("ada2", role="algorithm")
+    login(page, live_server.url, "ada2")
+    page.goto(f"{live_server.url}/plans/{plan.pk}/")
+    assert page.locator("[data-testid=plan-waves]").is_visible()
+    assert page.locator("[data-testid=plan-decide]").count() == 0
+    assert page.locator("[data-testid=plan-actions]").count() == 0
+    assert (
+        "No release of this plan has started yet"
+        in page.locator("[data-testid=plan-cost]").inner_text()
+    )
