@@ -14,6 +14,7 @@ from accounts.errors import ApplicationError
 from accounts.roles import Role, user_has_role
 from console.paging import api_filters, paged
 from console.report_views import release_cost_context
+from deployments.freezes import cluster_freezes, cluster_frozen
 from plans import selectors
 from plans.apis import PLAN, PlanFilters
 from plans.models import PlanRelease
@@ -86,8 +87,15 @@ def _grid_context(request, plan) -> dict:
 @login_required
 def plan_detail(request, plan_id: int):
     plan = _plan_or_404(plan_id)
-    context = {**_grid_context(request, plan), **_costs(plan)}
+    context = {**_grid_context(request, plan), **_costs(plan), "freezes": _freezes(plan)}
     return render(request, "console/plans/detail.html", context)
+
+
+def _freezes(plan) -> list[dict]:
+    """Per cluster of the plan, in wave order: frozen now (why) and the freezes coming."""
+    names = [name for wave in plan.waves for name in wave["clusters"]]
+    return [{"cluster": n, "frozen": cluster_frozen(n), "freezes": cluster_freezes(n, limit=3)}
+            for n in names]  # fmt: skip
 
 
 @login_required

@@ -156,6 +156,21 @@ OPERATION_NOTES = {
     "halt (every running release of the plan pauses), resume, or rollback (every release of the "
     "plan rolls back), with an optional comment (audited): 200 with the plan; 409 when the "
     "plan's phase does not take it.",
+    # Freeze windows
+    "GET /api/v1/freezes/": "Freeze windows; `?cluster=` lists that cluster's and the "
+    "fleet-wide ones.",
+    "POST /api/v1/freezes/": "Declare a freeze: dated (`starts_at`, `ends_at`) or weekly "
+    "(`weekdays` 0 = Monday, `start`, `end` local times in `timezone`; an end at or before the "
+    "start runs into the next day), on a `cluster` or on every cluster, with a `reason`. While "
+    "it holds, nothing starts on the cluster (a release start is a 409, a plan's wave waits) and "
+    "a running release pauses at its next gate; rollbacks go on. Audited.",
+    "DELETE /api/v1/freezes/{freeze_id}/": "Remove a freeze window (audited): 204.",
+    "GET /api/v1/clusters/{name}/freeze/": "Whether the cluster is frozen now and why, the "
+    "override in force, and the freezes holding now or coming next (two weeks ahead).",
+    "POST /api/v1/clusters/{name}/freeze-overrides/": "Ask for an emergency override of the "
+    "cluster's freezes, with a `reason`, for `hours` (at most 24): 201, not yet in force.",
+    "POST /api/v1/freeze-overrides/{override_id}/approve/": "Put an override in force from now "
+    "for its hours: a release manager other than who asked (403 otherwise); 409 once approved.",
     # Benchmarks and metrics
     "GET /api/v1/benchmarks/": "Benchmark runs, newest first; `?model=&cluster=&state=&since=`.",
     "POST /api/v1/benchmarks/": "Run a concurrency sweep of a version on a staging cluster: "

@@ -325,3 +325,53 @@ class PriceChange(models.Model):
     def __str__(self) -> str:
         where = f"{self.cluster.name}/{self.node_name}" if self.node_name else self.cluster.name
         return f"{where} price from {self.effective_at:%Y-%m-%d %H:%M:%S}"
+
+
+class FreezeWindow(models.Model):
+    """A time when nothing starts or advances on a cluster (or on every cluster): dated, or
+    weekly in a time zone (deployments/freeze_windows.py). Rollbacks are never frozen."""
+
+    cluster = models.ForeignKey(
+        TritonCluster, null=True, blank=True, on_delete=models.CASCADE, related_name="freezes"
+    )
+    reason = models.CharField(max_length=300)
+    timezone = models.CharField(max_length=64, default="UTC")
+    starts_at = models.DateTimeField(null=True, blank=True)
+    ends_at = models.DateTimeField(null=True, blank=True)
+    weekdays = models.JSONField(default=list, blank=True)  # [0..6], 0 = Monday
+    start = models.TimeField(null=True, blank=True)
+    end = models.TimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"freeze {self.pk} on {self.cluster_id or 'every cluster'}: {self.reason}"
+
+
+class FreezeOverride(models.Model):
+    """An emergency exception to a cluster's freezes: asked with a reason by one release
+    manager, in force once a second one approves, until `expires_at`."""
+
+    cluster = models.ForeignKey(TritonCluster, on_delete=models.CASCADE, related_name="+")
+    reason = models.TextField()
+    hours = models.FloatField()
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"freeze override {self.pk} on {self.cluster_id}: {self.reason[:80]}"

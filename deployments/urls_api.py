@@ -1,8 +1,25 @@
 from django.urls import path
 
-from deployments import apis
+from deployments import apis, freeze_apis
 
 urlpatterns = [
+    path("freezes/", freeze_apis.FreezeListCreateApi.as_view(), name="api-freezes"),
+    path("freezes/<int:freeze_id>/", freeze_apis.FreezeDetailApi.as_view(), name="api-freeze"),
+    path(
+        "freeze-overrides/<int:override_id>/approve/",
+        freeze_apis.FreezeOverrideApproveApi.as_view(),
+        name="api-freeze-override-approve",
+    ),
+    path(
+        "clusters/<str:name>/freeze/",
+        freeze_apis.ClusterFreezeApi.as_view(),
+        name="api-cluster-freeze",
+    ),
+    path(
+        "clusters/<str:name>/freeze-overrides/",
+        freeze_apis.FreezeOverrideCreateApi.as_view(),
+        name="api-cluster-freeze-overrides",
+    ),
     path("clusters/", apis.ClusterListCreateApi.as_view(), name="api-clusters"),
     path("clusters/<str:name>/", apis.ClusterDetailApi.as_view(), name="api-cluster"),
     path("clusters/<str:name>/nodes/", apis.NodeListCreateApi.as_view(), name="api-cluster-nodes"),

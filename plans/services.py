@@ -96,7 +96,7 @@ def plan_create(*, candidate, waves: list[dict], actor, on_failure: str = "halt"
         for name in wave["clusters"]:
             try:
                 release_create(cluster=clusters[name], candidate=candidate, actor=actor,
-                               dry_run=True, **wave["release"])  # fmt: skip
+                               dry_run=True, check_freeze=False, **wave["release"])  # fmt: skip
             except ApplicationError as exc:
                 raise PlanError(
                     f"Wave {i + 1}, cluster {name}: {exc.message}",

@@ -96,7 +96,7 @@ class Observation:
     None while none was started; `start_errors`: clusters whose release could not be started
     (why); `approval`: the current wave's latest decision ("approved", "refused" or None);
     `action`: a person's pending halt/resume/rollback; `any_active`: a release of the plan, in
-    any wave, has not ended."""
+    any wave, has not ended; `frozen`: the plan's clusters that may not start a release now."""
 
     now: float
     releases: dict[str, str | None] = field(default_factory=dict)
@@ -104,6 +104,8 @@ class Observation:
     approval: str | None = None
     action: str | None = None
     any_active: bool = False
+    # Clusters of the plan frozen now -> why (deployments/freezes.py): nothing starts there.
+    frozen: dict[str, str] = field(default_factory=dict)
 
 
 # ---- effects: desired state, applied by plans/tick.py in order
@@ -156,11 +158,23 @@ def _enter_wave(state: State, obs: Observation, index: int, event: str) -> Decis
             P.WAITING_APPROVAL, index, None, f"wave {index + 1} waits for approval",
             event=event or f"wave {index + 1} waits for approval",
         )  # fmt: skip
-    missing = tuple(c for c in wave.clusters if obs.releases.get(c) is None)
+    missing, held = _startable(wave, obs), _frozen_reason(wave, obs)
+    started = f"wave {index + 1} started on {', '.join(missing) or 'no cluster yet'}"
     return Decision(
-        P.RUNNING, index, None, "", (StartReleases(missing),) if missing else (),
-        event or f"wave {index + 1} started on {', '.join(wave.clusters)}",
+        P.RUNNING, index, None, held, (StartReleases(missing),) if missing else (),
+        event or started + (f"; {held}" if held else ""),
     )  # fmt: skip
+
+
+def _startable(wave: Wave, obs: Observation) -> tuple[str, ...]:
+    """The wave's clusters without a release that are not frozen now."""
+    return tuple(c for c in wave.clusters if obs.releases.get(c) is None and c not in obs.frozen)
+
+
+def _frozen_reason(wave: Wave, obs: Observation) -> str:
+    """Why some of the wave's clusters wait ('' when none does)."""
+    held = [obs.frozen[c] for c in wave.clusters if obs.releases.get(c) is None and c in obs.frozen]
+    return "waits: " + "; ".join(held) if held else ""
 
 
 def _failed(state: State, obs: Observation) -> list[str]:
@@ -240,9 +254,11 @@ def decide(state: State, obs: Observation) -> Decision:
     if failed:
         return _on_failure(state, failed)
     if phase is P.RUNNING:
-        missing = tuple(c for c in wave.clusters if obs.releases.get(c) is None)
+        missing, held = _startable(wave, obs), _frozen_reason(wave, obs)
         if missing:
-            return Decision(P.RUNNING, state.wave_index, None, "", (StartReleases(missing),))
+            return Decision(P.RUNNING, state.wave_index, None, held, (StartReleases(missing),))
+        if held:
+            return _stay(state, held)
         if all(obs.releases.get(c) == RELEASE_SUCCEEDED for c in wave.clusters):
             return Decision(
                 P.BAKING, state.wave_index, obs.now, f"wave {state.wave_index + 1} bakes",
@@ -263,7 +279,7 @@ def decide(state: State, obs: Observation) -> Decision:
 
 def obs_for_next_wave(obs: Observation) -> Observation:
     """The next wave starts with nothing observed of it (its approval is asked afresh)."""
-    return Observation(now=obs.now, any_active=obs.any_active)
+    return Observation(now=obs.now, any_active=obs.any_active, frozen=obs.frozen)
 
 
 def state_reason(state: State, text: str) -> str:

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounts.errors import ApplicationError
 from audit.services import audit_record
+from deployments.freezes import cluster_frozen
 from plans.models import PlanApproval, PlanRelease, ReleasePlan
 from plans.services import plan_event
 from plans.state_machine import (
@@ -64,6 +65,7 @@ def _observe(plan: ReleasePlan, cells: list[PlanRelease], now: float) -> Observa
         approval=latest,
         action=(plan.pending_action or {}).get("action"),
         any_active=any(c.release and c.release.phase not in ended for c in cells),
+        frozen={n: why for n in {c.cluster.name for c in cells} if (why := cluster_frozen(n))},
     )
 
 

@@ -9,6 +9,7 @@ from accounts.errors import ApplicationError
 from audit.services import audit_record
 from benchmarks.services import BenchmarkGateError, benchmark_gate_check
 from deployments.backends import backend_refusal
+from deployments.freezes import cluster_frozen
 from deployments.services import (
     DeploymentError,
     refuse_if_busy,
@@ -84,12 +85,16 @@ def release_create(
     require_benchmark: bool | None = None,
     dry_run: bool = False,
     confirm_unrouted: bool = False,
+    check_freeze: bool = True,
 ) -> Release:
     """Record a release of `candidate` against what serves now; validated; audited.
 
     `dry_run`: every check runs (the locked ones included), then the unsaved release is
     returned: nothing is written, audited or started. A model whose measured unrouted
     share is above `analysis.max_unrouted_share` is refused (409) unless `confirm_unrouted`.
+    A frozen cluster (deployments/freezes.py) is refused (409); `check_freeze=False` leaves
+    that to the caller (a plan checks a wave's settings now and its clusters' freezes when
+    the wave starts).
     """
     spec_steps = _checked_inputs(
         strategy=strategy,
@@ -101,6 +106,8 @@ def release_create(
         sticky=sticky_header,
     )
     baseline = _baseline_checked(cluster, candidate, strategy, require_benchmark)
+    if check_freeze:
+        _refuse_if_frozen(cluster)
     release = Release(
         cluster=cluster,
         model=candidate.model,
@@ -122,6 +129,16 @@ def release_create(
     release.unrouted_at_start = _unrouted_check(release, actor=actor, confirmed=confirm_unrouted)
     _record(release, actor=actor, dry_run=dry_run)
     return release
+
+
+def _refuse_if_frozen(cluster) -> None:
+    frozen = cluster_frozen(cluster.name)
+    if frozen:
+        raise ReleaseError(
+            f"{frozen}: nothing starts on a frozen cluster. A second release manager can "
+            f"approve an override (POST /api/v1/clusters/{cluster.name}/freeze-overrides/).",
+            field="cluster", status=409,
+        )  # fmt: skip
 
 
 def _start_warnings(release: Release) -> list[str]:

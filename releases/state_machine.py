@@ -160,6 +160,9 @@ class Observation:
     # Nodes of the cluster that do not serve the candidate READY now (not answering, or
     # answering without it: restarted empty and not yet loaded again).
     nodes_out: tuple[str, ...] = ()
+    # Why the cluster may not advance a change now ('' when it may): a freeze window
+    # (deployments/freezes.py). The release holds or pauses at its next gate; rollbacks go on.
+    frozen: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in (None, "pass", "fail", "inconclusive"):
@@ -259,6 +262,8 @@ def _apply_action(spec: Spec, state: State, obs: Observation) -> Decision:
     if obs.action == "pause":
         return _move(state, obs, P.PAUSED, f"paused by {who}", paused_from=state.phase)
     if obs.action == "promote":
+        if obs.frozen:
+            return _reject(state, obs, obs.frozen)
         return _move(state, obs, P.PROMOTING, f"promoted by {who}", 100.0, paused_from=None)
     back = state.paused_from or P.PROGRESSING
     return _move(
@@ -351,6 +356,8 @@ def _progressing(spec: Spec, state: State, obs: Observation) -> Decision:
             return _stay(state, obs, "step interval", until=due, events=(check,))
         if state.step_index + 1 < len(spec.steps):
             return _enter_step(spec, state, obs, state.step_index + 1, obs.verdict_reason)
+        if obs.frozen:
+            return _frozen(state, obs, "100%")
         return _move(state, obs, P.PROMOTING, f"{at} passed: {obs.verdict_reason}", 100.0)
     if obs.verdict == "fail":
         n = state.failed_checks + 1
@@ -424,14 +431,30 @@ _HANDLERS = {
 def _enter_step(
     spec: Spec, state: State, obs: Observation, index: int, why: str, *, gate: bool = True
 ) -> Decision:
-    """Go to step `index`, or wait for approval first when that step has a manual gate."""
+    """Go to step `index`, or wait for approval first when that step has a manual gate; on a
+    frozen cluster, hold (loading) or pause at this gate instead."""
     step, was = spec.steps[index], _pct(state.candidate_weight)
+    if obs.frozen:
+        return _frozen(state, obs, _pct(step.weight))
     if gate and step.manual_gate:
         text = f"{was}, awaiting approval for {_pct(step.weight)}: {why}"
         return _move(state, obs, P.WAITING_APPROVAL, text, step_index=index)
     text = f"{was} → {_pct(step.weight)}: {why}"
     changes = {"step_index": index, "step_started_at": obs.now}
     return _move(state, obs, P.PROGRESSING, text, step.weight, **changes)
+
+
+def _frozen(state: State, obs: Observation, to: str) -> Decision:
+    """Not into `to` while the cluster is frozen: a loading release holds at 0%, a running one
+    pauses at its gate (resume once the freeze ends or an override is in force)."""
+    if state.phase in (P.PENDING, P.LOADING):
+        return _stay(state, obs, obs.frozen)
+    text = (
+        f"{_pct(state.candidate_weight)}, not going to {to}: {obs.frozen}; paused at this gate: "
+        "resume once it ends, or once a second release manager approves an override"
+    )
+    paused_from = state.paused_from if state.phase is P.PAUSED else state.phase
+    return _move(state, obs, P.PAUSED, text, paused_from=paused_from)
 
 
 def _move(

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from deployments import locks
+from deployments.freezes import cluster_frozen
 from deployments.services import serving_owner_set
 from releases import effects, events, guard_log, interval, observe
 from releases.analysis import (
@@ -145,6 +146,7 @@ def _observe(release: Release, views: dict) -> dict:
         "in_flight_done": observe.pending_requests(views, release.candidate.version) == 0,
         "candidate_unloaded": bool(live) and not any(v.candidate_loaded for v in live),
         "nodes_out": tuple(sorted(n for n, v in views.items() if not v.candidate_ready)),
+        "frozen": cluster_frozen(release.cluster.name),
     }
     if release.pending_action:
         fields.update(

@@ -4,12 +4,15 @@ by the session's releases-lane worker with beat's two tick entries queued on a t
 (tests/ticking.py), loads on its fleet-lane worker."""
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from deployments.executor import deployment_run
+from deployments.freezes import freeze_window_create, freeze_window_delete
 from deployments.services import cluster_create, deployment_create
 from integrations.triton.local import free_ports
 from models_registry.services import model_create, team_create
@@ -17,6 +20,7 @@ from notifications.models import Delivery
 from notifications.services import webhook_create
 from plans.models import PlanRelease, ReleasePlan
 from releases import routing
+from releases.services import release_action
 from tests.conftest import wait_for
 from tests.deploying import pushed
 from tests.nodes import register_nodes
@@ -203,4 +207,50 @@ def test_a_rollback_in_one_wave_halts_the_plan_before_the_next_wave(fleet):
     assert halted_rows.count() == 1 and "edge: rolled_back" in halted_rows.get().details["reason"]
     finished = AuditEvent.objects.get(action="plan.finished", object_id=str(plan_id))
     assert finished.details["phase"] == "ROLLED_BACK"
+    _unload(world, model)
+
+
+def test_a_freeze_holds_a_wave_and_pauses_a_running_release_at_its_next_gate(fleet):
+    world = fleet
+    model, candidate = _serving(world, "plan_frozen", 2)
+    core = world["clusters"]["core"]
+    freeze = freeze_window_create(actor=world["rita"], cluster=core, reason="core change freeze",
+                                  starts_at=timezone.now() - timedelta(minutes=1),
+                                  ends_at=timezone.now() + timedelta(hours=1))  # fmt: skip
+    slow = {**RELEASE, "step_interval_s": 4}  # time to freeze core while it holds 50 %
+    waves = [{"clusters": ["edge"], "release": RELEASE}, {"clusters": ["core"], "release": slow}]
+    with Traffic(world["ports"]["edge"], "plan_frozen") as edge, \
+            Traffic(world["ports"]["core"], "plan_frozen") as traffic:  # fmt: skip
+        edge.more(20)
+        traffic.more(20)
+        answer = _as(world["rita"]).post("/api/v1/release-plans/", {
+            "model": "plan_frozen", "candidate_version": candidate.version, "waves": waves,
+        }, format="json")  # fmt: skip
+        assert answer.status_code == 201, answer.content
+        plan_id = answer.json()["id"]
+
+        def core_waits():
+            plan = ReleasePlan.objects.get(pk=plan_id)
+            return plan if plan.wave_index == 1 and "core is frozen" in plan.reason else None
+
+        held = wait_for(core_waits, timeout_s=150, what="wave 2 held by core's freeze")
+        assert held.phase == "RUNNING" and "core change freeze" in held.reason
+        assert _cell(plan_id, "edge").release.phase == "SUCCEEDED"
+        assert _cell(plan_id, "core").release is None  # nothing starts into the freeze
+        freeze_window_delete(actor=world["rita"], window=freeze)
+        release_id = wait_for(lambda: _cell(plan_id, "core").release_id, timeout_s=60,
+                              what="core's release once the freeze ended")  # fmt: skip
+        world["ticking"].until(release_id, lambda r: r.phase == "PROGRESSING" and
+                               r.candidate_weight == 50.0, "core at 50 %", 90)  # fmt: skip
+        again = freeze_window_create(actor=world["rita"], cluster=core, reason="incident freeze",
+                                     starts_at=timezone.now() - timedelta(minutes=1),
+                                     ends_at=timezone.now() + timedelta(hours=1))  # fmt: skip
+        paused = world["ticking"].phase(release_id, {"PAUSED", "SUCCEEDED", "ROLLED_BACK"}, 90)
+        assert paused.phase == "PAUSED" and paused.candidate_weight == 50.0, paused.reason
+        assert "not going to 100%" in paused.reason and "incident freeze" in paused.reason
+        freeze_window_delete(actor=world["rita"], window=again)
+        release_action(release=paused, action="resume", actor=world["remy"], reason="thawed")
+        done = _plan_until(plan_id, {"SUCCEEDED", "HALTED", "ROLLED_BACK"})
+    assert done.phase == "SUCCEEDED", done.reason
+    assert traffic.failed == 0 and edge.failed == 0, (traffic.summary(), edge.summary())
     _unload(world, model)

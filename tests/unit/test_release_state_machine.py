@@ -485,3 +485,36 @@ def test_a_promotion_says_which_step_passed_and_a_later_rollback_replaces_it() -
     assert d.state.phase is P.PROMOTING and d.state.cause == d.state.reason
     back = decide(SPEC, d.state, act("rollback"))
     assert back.state.phase is P.ROLLING_BACK and back.state.cause == "rollback by ana"
+
+
+FROZEN = "prod is frozen until 2026-12-26 06:00 UTC (holidays)"
+
+
+def test_a_frozen_cluster_pauses_a_passing_release_at_its_next_gate() -> None:
+    d = decide(SPEC, st(), passed(frozen=FROZEN))
+    assert d.state.phase is P.PAUSED and d.state.paused_from is P.PROGRESSING
+    assert d.state.candidate_weight == 25.0  # no step further
+    assert "not going to 50%" in d.state.reason and FROZEN in d.state.reason
+    last = st(step_index=3, candidate_weight=100.0)  # passing its last step: no promotion
+    d = decide(SPEC, last, passed(weight=100, frozen=FROZEN))
+    assert d.state.phase is P.PAUSED and "not going to 100%" in d.state.reason
+
+
+def test_a_loading_release_holds_at_zero_while_frozen_and_rollbacks_are_never_frozen() -> None:
+    loading = st(P.LOADING, step_index=0, candidate_weight=0.0)
+    d = decide(SPEC, loading, ob(candidate_ready=True, router_applied_weight=0.0, frozen=FROZEN))
+    assert d.state.phase is P.LOADING and any(
+        isinstance(e, Wait) and e.reason == FROZEN for e in d.effects
+    )
+    d = decide(SPEC, st(), act("rollback", frozen=FROZEN))
+    assert d.state.phase is P.ROLLING_BACK
+    d = decide(SPEC, st(), guard(frozen=FROZEN))
+    assert d.state.phase is P.ROLLING_BACK
+
+
+def test_promote_and_approve_by_hand_do_not_advance_into_a_freeze() -> None:
+    d = decide(SPEC, st(), act("promote", frozen=FROZEN))
+    assert d.rejected and d.state.phase is P.PROGRESSING
+    gate = st(P.WAITING_APPROVAL, step_index=2, candidate_weight=25.0)
+    d = decide(SPEC, gate, act("approve", frozen=FROZEN))
+    assert d.state.phase is P.PAUSED and d.state.candidate_weight == 25.0
