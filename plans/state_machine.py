@@ -96,7 +96,8 @@ class Observation:
     None while none was started; `start_errors`: clusters whose release could not be started
     (why); `approval`: the current wave's latest decision ("approved", "refused" or None);
     `action`: a person's pending halt/resume/rollback; `any_active`: a release of the plan, in
-    any wave, has not ended; `frozen`: the plan's clusters that may not start a release now."""
+    any wave, has not ended; `held`: the plan's clusters where no release may start now
+    (frozen, out of reach)."""
 
     now: float
     releases: dict[str, str | None] = field(default_factory=dict)
@@ -104,8 +105,9 @@ class Observation:
     approval: str | None = None
     action: str | None = None
     any_active: bool = False
-    # Clusters of the plan frozen now -> why (deployments/freezes.py): nothing starts there.
-    frozen: dict[str, str] = field(default_factory=dict)
+    # Clusters of the plan where no release may start now -> why: frozen
+    # (deployments/freezes.py) or out of reach (a node down). Their wave waits for them.
+    held: dict[str, str] = field(default_factory=dict)
 
 
 # ---- effects: desired state, applied by plans/tick.py in order
@@ -158,7 +160,7 @@ def _enter_wave(state: State, obs: Observation, index: int, event: str) -> Decis
             P.WAITING_APPROVAL, index, None, f"wave {index + 1} waits for approval",
             event=event or f"wave {index + 1} waits for approval",
         )  # fmt: skip
-    missing, held = _startable(wave, obs), _frozen_reason(wave, obs)
+    missing, held = _startable(wave, obs), _held_reason(wave, obs)
     started = f"wave {index + 1} started on {', '.join(missing) or 'no cluster yet'}"
     return Decision(
         P.RUNNING, index, None, held, (StartReleases(missing),) if missing else (),
@@ -167,13 +169,13 @@ def _enter_wave(state: State, obs: Observation, index: int, event: str) -> Decis
 
 
 def _startable(wave: Wave, obs: Observation) -> tuple[str, ...]:
-    """The wave's clusters without a release that are not frozen now."""
-    return tuple(c for c in wave.clusters if obs.releases.get(c) is None and c not in obs.frozen)
+    """The wave's clusters without a release that are not held now."""
+    return tuple(c for c in wave.clusters if obs.releases.get(c) is None and c not in obs.held)
 
 
-def _frozen_reason(wave: Wave, obs: Observation) -> str:
+def _held_reason(wave: Wave, obs: Observation) -> str:
     """Why some of the wave's clusters wait ('' when none does)."""
-    held = [obs.frozen[c] for c in wave.clusters if obs.releases.get(c) is None and c in obs.frozen]
+    held = [obs.held[c] for c in wave.clusters if obs.releases.get(c) is None and c in obs.held]
     return "waits: " + "; ".join(held) if held else ""
 
 
@@ -254,7 +256,7 @@ def decide(state: State, obs: Observation) -> Decision:
     if failed:
         return _on_failure(state, failed)
     if phase is P.RUNNING:
-        missing, held = _startable(wave, obs), _frozen_reason(wave, obs)
+        missing, held = _startable(wave, obs), _held_reason(wave, obs)
         if missing:
             return Decision(P.RUNNING, state.wave_index, None, held, (StartReleases(missing),))
         if held:
@@ -279,7 +281,7 @@ def decide(state: State, obs: Observation) -> Decision:
 
 def obs_for_next_wave(obs: Observation) -> Observation:
     """The next wave starts with nothing observed of it (its approval is asked afresh)."""
-    return Observation(now=obs.now, any_active=obs.any_active, frozen=obs.frozen)
+    return Observation(now=obs.now, any_active=obs.any_active, held=obs.held)
 
 
 def state_reason(state: State, text: str) -> str:

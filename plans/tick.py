@@ -16,6 +16,7 @@ from django.utils import timezone
 from accounts.errors import ApplicationError
 from audit.services import audit_record
 from deployments.freezes import cluster_frozen
+from deployments.models import TritonNode
 from plans.models import PlanApproval, PlanRelease, ReleasePlan
 from plans.services import plan_event
 from plans.state_machine import (
@@ -65,8 +66,24 @@ def _observe(plan: ReleasePlan, cells: list[PlanRelease], now: float) -> Observa
         approval=latest,
         action=(plan.pending_action or {}).get("action"),
         any_active=any(c.release and c.release.phase not in ended for c in cells),
-        frozen={n: why for n in {c.cluster.name for c in cells} if (why := cluster_frozen(n))},
+        held={c.cluster.name: why for c in cells if (why := _held(c.cluster))},
     )
+
+
+def _held(cluster) -> str:
+    """Why no release may start on `cluster` now ('' when one may): a freeze, or a node down
+    (a release loads the candidate on every node; reconcile keeps each node's health)."""
+    frozen = cluster_frozen(cluster.name)
+    if frozen:
+        return frozen
+    nodes = list(cluster.nodes.all())
+    down = [n for n in nodes if n.health == TritonNode.Health.DOWN]
+    if not nodes:
+        return f"{cluster.name} has no node"
+    if down:
+        errors = "; ".join(f"{n.name}: {n.last_error or 'down'}" for n in down)
+        return f"{cluster.name} is out of reach ({errors})"
+    return ""
 
 
 def _actor(plan: ReleasePlan):
@@ -141,7 +158,11 @@ def plan_tick(*, plan_id: int) -> ReleasePlan | None:
         )
         if plan is None or Phase(plan.phase) in TERMINAL:
             return plan
-        cells = list(PlanRelease.objects.filter(plan=plan).select_related("cluster", "release"))
+        cells = list(
+            PlanRelease.objects.filter(plan=plan)
+            .select_related("cluster", "release")
+            .prefetch_related("cluster__nodes")
+        )
         decision = decide(state_of(plan), _observe(plan, cells, time.time()))
         before, wave_before = plan.phase, plan.wave_index
         plan.phase, plan.wave_index = decision.phase.value, decision.wave_index

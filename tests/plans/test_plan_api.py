@@ -2,12 +2,12 @@
 who may approve a wave (four-eyes), and which action each phase takes."""
 
 import pytest
-from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from deployments.services import cluster_create, node_create, serving_state_set
 from plans.models import PlanApproval, PlanRelease, ReleasePlan
 from releases.models import Release
+from tests.clients import api_as
 from tests.release_setup import release_world
 
 pytestmark = pytest.mark.django_db
@@ -27,12 +27,6 @@ def fleet(make_user, settings, tmp_path):
     return world
 
 
-def _as(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
 def _plan(**extra) -> dict:
     return {
         "model": "risk_score",
@@ -46,7 +40,7 @@ def _plan(**extra) -> dict:
 
 
 def test_a_plan_is_recorded_with_a_cell_per_wave_and_cluster_and_starts_nothing_itself(fleet):
-    answer = _as(fleet["rita"]).post("/api/v1/release-plans/", _plan(), format="json")
+    answer = api_as(fleet["rita"]).post("/api/v1/release-plans/", _plan(), format="json")
     assert answer.status_code == 201, answer.content
     body = answer.json()
     assert body["state"] == "pending" and body["wave_index"] == 0 and body["created_by"] == "rita"
@@ -56,7 +50,7 @@ def test_a_plan_is_recorded_with_a_cell_per_wave_and_cluster_and_starts_nothing_
     assert PlanRelease.objects.filter(plan_id=body["id"]).count() == 2
     assert Release.objects.count() == 0  # the plan's tick starts the first wave's release
     assert AuditEvent.objects.filter(action="plan.started").count() == 1
-    listed = _as(fleet["ada"]).get("/api/v1/release-plans/?model=risk_score&state=pending")
+    listed = api_as(fleet["ada"]).get("/api/v1/release-plans/?model=risk_score&state=pending")
     assert listed.status_code == 200 and [p["id"] for p in listed.json()] == [body["id"]]
 
 
@@ -75,7 +69,7 @@ def test_a_plan_is_recorded_with_a_cell_per_wave_and_cluster_and_starts_nothing_
     ],
 )  # fmt: skip
 def test_a_plan_that_cannot_run_is_refused_before_anything_is_written(fleet, change, field, words):
-    answer = _as(fleet["rita"]).post("/api/v1/release-plans/", _plan(**change), format="json")
+    answer = api_as(fleet["rita"]).post("/api/v1/release-plans/", _plan(**change), format="json")
     assert answer.status_code in (400, 404, 409), answer.content
     errors = answer.json()["errors"]
     assert any(e.get("field", "").startswith(field) for e in errors), errors
@@ -84,12 +78,14 @@ def test_a_plan_that_cannot_run_is_refused_before_anything_is_written(fleet, cha
 
 
 def test_only_release_managers_start_plans(fleet):
-    answer = _as(fleet["ada"]).post("/api/v1/release-plans/", _plan(), format="json")
+    answer = api_as(fleet["ada"]).post("/api/v1/release-plans/", _plan(), format="json")
     assert answer.status_code == 403
 
 
 def _waiting(fleet) -> int:
-    plan_id = _as(fleet["rita"]).post("/api/v1/release-plans/", _plan(), format="json").json()["id"]
+    plan_id = (
+        api_as(fleet["rita"]).post("/api/v1/release-plans/", _plan(), format="json").json()["id"]
+    )
     ReleasePlan.objects.filter(pk=plan_id).update(phase="WAITING_APPROVAL", wave_index=1)
     return plan_id
 
@@ -97,10 +93,10 @@ def _waiting(fleet) -> int:
 def test_the_author_may_not_approve_a_wave_another_release_manager_may(fleet, settings):
     plan_id = _waiting(fleet)
     url = f"/api/v1/release-plans/{plan_id}/actions/"
-    own = _as(fleet["rita"]).post(url, {"action": "approve"}, format="json")
+    own = api_as(fleet["rita"]).post(url, {"action": "approve"}, format="json")
     assert own.status_code == 403 and "four-eyes" in own.content.decode()
-    assert _as(fleet["ada"]).post(url, {"action": "approve"}, format="json").status_code == 403
-    answer = _as(fleet["remy"]).post(url, {"action": "approve", "comment": "CAB-42 ok"},
+    assert api_as(fleet["ada"]).post(url, {"action": "approve"}, format="json").status_code == 403
+    answer = api_as(fleet["remy"]).post(url, {"action": "approve", "comment": "CAB-42 ok"},
                                      format="json")  # fmt: skip
     assert answer.status_code == 200, answer.content
     approval = answer.json()["approvals"][0]
@@ -115,20 +111,22 @@ def test_a_superuser_author_is_held_to_four_eyes_unless_the_setting_allows(
     fleet, make_user, settings
 ):
     root = make_user("root", superuser=True)
-    plan_id = _as(root).post("/api/v1/release-plans/", _plan(), format="json").json()["id"]
+    plan_id = api_as(root).post("/api/v1/release-plans/", _plan(), format="json").json()["id"]
     ReleasePlan.objects.filter(pk=plan_id).update(phase="WAITING_APPROVAL", wave_index=1)
     url = f"/api/v1/release-plans/{plan_id}/actions/"
-    assert _as(root).post(url, {"action": "refuse"}, format="json").status_code == 403
+    assert api_as(root).post(url, {"action": "refuse"}, format="json").status_code == 403
     settings.SWITCHYARD_PLAN_SELF_APPROVAL = True
-    assert _as(root).post(url, {"action": "refuse", "comment": "not today"},
+    assert api_as(root).post(url, {"action": "refuse", "comment": "not today"},
                           format="json").status_code == 200  # fmt: skip
     assert PlanApproval.objects.get(plan_id=plan_id).decision == "refused"
 
 
 def test_each_action_only_where_the_phase_takes_it(fleet):
-    plan_id = _as(fleet["rita"]).post("/api/v1/release-plans/", _plan(), format="json").json()["id"]
+    plan_id = (
+        api_as(fleet["rita"]).post("/api/v1/release-plans/", _plan(), format="json").json()["id"]
+    )
     url = f"/api/v1/release-plans/{plan_id}/actions/"
-    remy = _as(fleet["remy"])
+    remy = api_as(fleet["remy"])
     assert remy.post(url, {"action": "approve"}, format="json").status_code == 409  # pending
     assert remy.post(url, {"action": "resume"}, format="json").status_code == 409  # not halted
     halted = remy.post(url, {"action": "halt", "comment": "incident 7"}, format="json")
@@ -143,7 +141,9 @@ def test_each_action_only_where_the_phase_takes_it(fleet):
 
 
 def test_the_plan_grid_fragment_is_readable_by_any_signed_in_user(fleet, client):
-    plan_id = _as(fleet["rita"]).post("/api/v1/release-plans/", _plan(), format="json").json()["id"]
+    plan_id = (
+        api_as(fleet["rita"]).post("/api/v1/release-plans/", _plan(), format="json").json()["id"]
+    )
     client.force_login(fleet["ada"])
     grid = client.get(f"/plans/{plan_id}/grid/")
     assert grid.status_code == 200 and 'data-testid="plan-waves"' in grid.content.decode()

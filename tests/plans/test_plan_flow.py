@@ -8,7 +8,6 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from deployments.executor import deployment_run
@@ -21,6 +20,7 @@ from notifications.services import webhook_create
 from plans.models import PlanRelease, ReleasePlan
 from releases import routing
 from releases.services import release_action
+from tests.clients import api_as
 from tests.conftest import wait_for
 from tests.deploying import pushed
 from tests.nodes import register_nodes
@@ -85,12 +85,6 @@ def _serving(world, name: str, candidate_variant: int):
     return model, register_risk_score_as(model, world["ada"], candidate_variant)
 
 
-def _as(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
 def _plan_until(plan_id: int, phases: set[str], timeout_s: float = 150.0) -> ReleasePlan:
     seen = []
 
@@ -134,7 +128,7 @@ def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(
             Traffic(world["ports"]["core"], "plan_good") as core:  # fmt: skip
         edge.more(20)
         core.more(20)
-        answer = _as(world["rita"]).post("/api/v1/release-plans/", {
+        answer = api_as(world["rita"]).post("/api/v1/release-plans/", {
             "model": "plan_good", "candidate_version": candidate.version, "waves": waves,
         }, format="json")  # fmt: skip
         assert answer.status_code == 201, answer.content
@@ -145,8 +139,10 @@ def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(
         assert _cell(plan_id, "edge").release.phase == "SUCCEEDED"
         assert _cell(plan_id, "core").release is None
         url = f"/api/v1/release-plans/{plan_id}/actions/"
-        assert _as(world["rita"]).post(url, {"action": "approve"}, format="json").status_code == 403
-        approved = _as(world["remy"]).post(url, {"action": "approve", "comment": "CAB ok"},
+        assert (
+            api_as(world["rita"]).post(url, {"action": "approve"}, format="json").status_code == 403
+        )
+        approved = api_as(world["remy"]).post(url, {"action": "approve", "comment": "CAB ok"},
                                            format="json")  # fmt: skip
         assert approved.status_code == 200, approved.content
         done = _plan_until(plan_id, {"SUCCEEDED", "HALTED", "ROLLED_BACK"})
@@ -158,7 +154,7 @@ def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(
         assert release.phase == "SUCCEEDED" and release.candidate_id == candidate.pk
     assert edge.failed == 0 and core.failed == 0, (edge.summary(), core.summary())
     assert core.versions.get("2", 0) > 0
-    detail = _as(world["ada"]).get(f"/api/v1/release-plans/{plan_id}/").json()
+    detail = api_as(world["ada"]).get(f"/api/v1/release-plans/{plan_id}/").json()
     messages = [e["message"] for e in detail["events"]]
     assert any("wave 1 succeeded; baking 2 s" in m for m in messages), messages
     assert any("remy approved wave 2: CAB ok" in m for m in messages), messages
@@ -189,7 +185,7 @@ def test_a_rollback_in_one_wave_halts_the_plan_before_the_next_wave(fleet):
     waves = [{"clusters": ["edge"], "release": RELEASE}, {"clusters": ["core"], "release": RELEASE}]
     with Traffic(world["ports"]["edge"], "plan_bad") as edge:
         edge.more(20)
-        answer = _as(world["rita"]).post("/api/v1/release-plans/", {
+        answer = api_as(world["rita"]).post("/api/v1/release-plans/", {
             "model": "plan_bad", "candidate_version": candidate.version, "waves": waves,
         }, format="json")  # fmt: skip
         plan_id = answer.json()["id"]
@@ -199,7 +195,9 @@ def test_a_rollback_in_one_wave_halts_the_plan_before_the_next_wave(fleet):
     assert _cell(plan_id, "edge").release.phase == "ROLLED_BACK"
     assert _cell(plan_id, "core").release is None  # the next wave never started
     url = f"/api/v1/release-plans/{plan_id}/actions/"
-    answer = _as(world["remy"]).post(url, {"action": "rollback", "comment": "stop"}, format="json")
+    answer = api_as(world["remy"]).post(
+        url, {"action": "rollback", "comment": "stop"}, format="json"
+    )
     assert answer.status_code == 200, answer.content
     ended = _plan_until(plan_id, {"ROLLED_BACK"})
     assert ended.finished_at is not None and _cell(plan_id, "core").release is None
@@ -223,7 +221,7 @@ def test_a_freeze_holds_a_wave_and_pauses_a_running_release_at_its_next_gate(fle
             Traffic(world["ports"]["core"], "plan_frozen") as traffic:  # fmt: skip
         edge.more(20)
         traffic.more(20)
-        answer = _as(world["rita"]).post("/api/v1/release-plans/", {
+        answer = api_as(world["rita"]).post("/api/v1/release-plans/", {
             "model": "plan_frozen", "candidate_version": candidate.version, "waves": waves,
         }, format="json")  # fmt: skip
         assert answer.status_code == 201, answer.content

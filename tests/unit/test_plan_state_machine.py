@@ -139,13 +139,13 @@ def test_the_documented_table_is_the_code():
 
 def test_a_frozen_cluster_gets_no_release_until_its_freeze_ends():
     frozen = {"us": "us is frozen until 2026-12-26 06:00 UTC (holidays)"}
-    obs = Observation(now=1, releases={"eu": None, "us": None}, approval="approved", frozen=frozen)
+    obs = Observation(now=1, releases={"eu": None, "us": None}, approval="approved", held=frozen)
     d = decide(state(P.WAITING_APPROVAL, 1), obs)
     assert d.phase is P.RUNNING and d.effects == (StartReleases(("eu",)),)
     assert "waits: us is frozen until 2026-12-26 06:00 UTC (holidays)" in d.reason
     running = state(P.RUNNING, 1)
     seen = {"eu": "SUCCEEDED", "us": None}
-    d = decide(running, Observation(now=2, releases=seen, frozen=frozen))
+    d = decide(running, Observation(now=2, releases=seen, held=frozen))
     assert d.phase is P.RUNNING and d.effects == () and "us is frozen" in d.reason
     d = decide(running, Observation(now=3, releases=seen))  # the freeze ended
     assert d.effects == (StartReleases(("us",)),)
