@@ -25,6 +25,7 @@ class Alert(models.Model):
         QUEUE_TIME_OVER_SLA = "queue_time_over_sla", "Queue time over the SLA"
         RELEASE_ROLLED_BACK = "release_rolled_back", "Release rolled back"
         SMOKE_NODE_LOST = "smoke_node_lost", "Node lost during a smoke test"
+        PLAN_HALTED = "plan_halted", "Release plan halted"
 
     class Severity(models.TextChoices):
         INFO = "info", "Info"

@@ -114,6 +114,22 @@ def smoke_node_lost_alert(*, node, version, reason: str, **kwargs) -> Alert:
     return alert_fire(finding=finding)[0]
 
 
+def plan_halted_alert(*, plan_id: int, model: str, version: int, summary: str) -> Alert:
+    """Fire (or refresh) the warning that a release plan of `model` v`version` halted."""
+    finding = Finding(
+        kind=Alert.Kind.PLAN_HALTED, severity=Alert.Severity.WARNING, summary=summary,
+        model=model, version=version, details={"plan_id": plan_id},
+    )  # fmt: skip
+    return alert_fire(finding=finding)[0]
+
+
+def plan_halted_resolve(*, model: str, version: int, reason: str) -> Alert | None:
+    """Resolve the open plan-halted alert of `model` v`version` (the plan went on or ended)."""
+    key = alert_key(Alert.Kind.PLAN_HALTED, None, model=model, version=version)
+    alert = Alert.objects.filter(key=key, state__in=OPEN).first()
+    return alert_resolve(alert_id=alert.pk, reason=reason) if alert else None
+
+
 def alert_resolve(*, alert_id: int, reason: str = "") -> Alert | None:
     """Resolve an open alert (audited "alert.resolved"); None when it was already resolved."""
     with transaction.atomic():

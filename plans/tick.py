@@ -17,6 +17,7 @@ from accounts.errors import ApplicationError
 from audit.services import audit_record
 from deployments.freezes import cluster_frozen
 from deployments.models import TritonNode
+from health.services import plan_halted_alert, plan_halted_resolve
 from plans.models import PlanApproval, PlanRelease, ReleasePlan
 from plans.services import plan_event
 from plans.state_machine import (
@@ -183,6 +184,11 @@ def _audit_transition(plan: ReleasePlan, before: str) -> None:
     """The plan's own transitions that webhooks can be told of (notifications/catalog.py):
     a wave started, a wave waits for approval, the plan halted, the plan ended."""
     phase = Phase(plan.phase)
+    if before == Phase.HALTED.value and phase is not Phase.HALTED:
+        model, version = plan.candidate.model.name, plan.candidate.version
+        plan_halted_resolve(
+            model=model, version=version, reason=f"plan {plan.pk} is {plan.phase.lower()}"
+        )
     if phase is Phase.RUNNING and before != Phase.HALTED.value:
         action = "plan.wave_started"
     elif phase is Phase.WAITING_APPROVAL:
@@ -204,3 +210,9 @@ def _audit_transition(plan: ReleasePlan, before: str) -> None:
         "clusters": list(wave["clusters"]),
     }
     audit_record(actor=None, action=action, obj=plan, details=details)
+    model, version = details["model"], details["candidate_version"]
+    if phase is Phase.HALTED:
+        summary = (
+            f"Plan {plan.pk} ({model} v{version}) halted at wave {details['wave']}: {plan.reason}"
+        )
+        plan_halted_alert(plan_id=plan.pk, model=model, version=version, summary=summary[:500])

@@ -13,6 +13,7 @@ from audit.models import AuditEvent
 from deployments.executor import deployment_run
 from deployments.freezes import freeze_window_create, freeze_window_delete
 from deployments.services import cluster_create, deployment_create
+from health.models import Alert
 from integrations.triton.local import free_ports
 from models_registry.services import model_create, team_create
 from notifications.models import Delivery
@@ -205,6 +206,10 @@ def test_a_rollback_in_one_wave_halts_the_plan_before_the_next_wave(fleet):
     assert halted_rows.count() == 1 and "edge: rolled_back" in halted_rows.get().details["reason"]
     finished = AuditEvent.objects.get(action="plan.finished", object_id=str(plan_id))
     assert finished.details["phase"] == "ROLLED_BACK"
+    # The halt fired a warning on the alerts page, resolved once the plan rolled back.
+    alert = Alert.objects.get(kind="plan_halted", model_name="plan_bad")
+    assert alert.severity == "warning" and f"Plan {plan_id} (plan_bad v2) halted" in alert.summary
+    assert alert.state == "resolved" and alert.details["plan_id"] == plan_id
     _unload(world, model)
 
 
