@@ -47,6 +47,11 @@ class CellSerializer(serializers.Serializer):
     phase = serializers.CharField(allow_null=True, help_text="the release's phase")
     weight = serializers.FloatField(allow_null=True, help_text="the candidate's share, %")
     error = serializers.CharField(help_text="why its release could not start ('' if it did)")
+    revert = serializers.IntegerField(
+        allow_null=True, help_text="the release that brought the baseline back (plan rollback)"
+    )
+    revert_phase = serializers.CharField(allow_null=True)
+    revert_error = serializers.CharField(help_text="why the baseline could not be brought back")
 
 
 class WaveSerializer(serializers.Serializer):

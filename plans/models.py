@@ -58,6 +58,12 @@ class PlanRelease(models.Model):
         Release, null=True, blank=True, on_delete=models.PROTECT, related_name="plan_cells"
     )
     error = models.TextField(blank=True)
+    # Under the rollback policy, a cluster whose release had already succeeded gets the
+    # baseline back by a release of its own (blue/green), recorded here; or why it could not.
+    revert = models.ForeignKey(
+        Release, null=True, blank=True, on_delete=models.PROTECT, related_name="plan_reverts"
+    )
+    revert_error = models.TextField(blank=True)
 
     class Meta:
         ordering = ["wave", "id"]

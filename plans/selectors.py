@@ -34,7 +34,7 @@ def plan_get(*, plan_id: int) -> ReleasePlan | None:
 def plan_waves(plan: ReleasePlan) -> list[dict]:
     """Each wave as stored, with its clusters' cells: the release (id, phase, weight) once
     started, else why it could not start."""
-    cells = PlanRelease.objects.filter(plan=plan).select_related("cluster", "release")
+    cells = PlanRelease.objects.filter(plan=plan).select_related("cluster", "release", "revert")
     by_wave: dict[int, list[dict]] = {}
     for cell in cells:
         release = cell.release
@@ -45,6 +45,9 @@ def plan_waves(plan: ReleasePlan) -> list[dict]:
                 "phase": release.phase if release else None,
                 "weight": release.serving_weight if release else None,
                 "error": cell.error,
+                "revert": cell.revert_id,
+                "revert_phase": cell.revert.phase if cell.revert else None,
+                "revert_error": cell.revert_error,
             }
         )
     return [

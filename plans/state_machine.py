@@ -132,7 +132,9 @@ class ResumeReleases:
 
 @dataclass(frozen=True)
 class RollbackReleases:
-    """Every release of the plan that has not ended rolls back."""
+    """Every release of the plan that has not ended rolls back, and every cluster whose
+    release already succeeded gets the baseline back (a release of its own): the fleet ends
+    on one version."""
 
 
 Effect = StartReleases | PauseReleases | ResumeReleases | RollbackReleases
@@ -191,8 +193,10 @@ def _on_failure(state: State, failed: list[str]) -> Decision:
     if state.on_failure == "rollback":
         return Decision(
             P.ROLLING_BACK, state.wave_index, state.baked_from,
-            f"{what}; rolling back every release of the plan", (RollbackReleases(),),
-            f"{what}: every release of the plan rolls back",
+            f"{what}; rolling back every cluster of the plan to the baseline",
+            (RollbackReleases(),),
+            f"{what}: every release of the plan rolls back, and the clusters it was promoted on "
+            "get the baseline back",
         )  # fmt: skip
     return Decision(
         P.HALTED, state.wave_index, state.baked_from, f"{what}; no further release starts",
@@ -205,7 +209,9 @@ def _action(state: State, obs: Observation) -> Decision | None:
     if action == "rollback" and state.phase in ACTIONS["rollback"]:
         return Decision(
             P.ROLLING_BACK, state.wave_index, state.baked_from, "rolled back by hand",
-            (RollbackReleases(),), "rollback asked: every release of the plan rolls back",
+            (RollbackReleases(),),
+            "rollback asked: every release of the plan rolls back, and the clusters it was "
+            "promoted on get the baseline back",
         )  # fmt: skip
     if action == "halt" and state.phase in ACTIONS["halt"]:
         return Decision(
@@ -245,8 +251,8 @@ def decide(state: State, obs: Observation) -> Decision:
         return _stay(state, f"wave {state.wave_index + 1} waits for approval")
     if phase is P.ROLLING_BACK:
         if obs.any_active:  # a release that could not roll back yet (loading) is asked again
-            return Decision(P.ROLLING_BACK, state.wave_index, state.baked_from,
-                            state_reason(state, "rolling back"), (RollbackReleases(),))  # fmt: skip
+            return Decision(P.ROLLING_BACK, state.wave_index, state.baked_from, state.reason,
+                            (RollbackReleases(),))  # fmt: skip
         return Decision(P.ROLLED_BACK, state.wave_index, state.baked_from, "rolled back",
                         event="every release of the plan ended")  # fmt: skip
     if phase is P.HALTED:  # a release still loading when the plan halted is paused once it runs

@@ -66,7 +66,9 @@ def _observe(plan: ReleasePlan, cells: list[PlanRelease], now: float) -> Observa
         start_errors={c.cluster.name: c.error for c in current if c.error and not c.release},
         approval=latest,
         action=(plan.pending_action or {}).get("action"),
-        any_active=any(c.release and c.release.phase not in ended for c in cells),
+        any_active=any(
+            r is not None and r.phase not in ended for c in cells for r in (c.release, c.revert)
+        ),
         held={c.cluster.name: why for c in cells if (why := _held(c.cluster))},
     )
 
@@ -115,6 +117,39 @@ def _start(plan: ReleasePlan, cells: list[PlanRelease], clusters: tuple[str, ...
         plan_event(plan, kind="start", message=message)
 
 
+# What a revert release takes from its wave's settings (a blue/green switch back: one step).
+REVERT_SETTINGS = ("step_interval_s", "analysis", "progress_deadline_s", "drain_s")
+
+
+def _revert(plan: ReleasePlan, cells: list[PlanRelease], actor) -> None:
+    """Each cluster whose release of the plan succeeded gets that release's baseline back by a
+    blue/green release of its own (gated like any release; never frozen, as a rollback)."""
+    for cell in cells:
+        release = cell.release
+        if release is None or release.phase != "SUCCEEDED" or cell.revert_id or cell.revert_error:
+            continue
+        settings = plan.waves[cell.wave].get("release") or {}
+        kept = {k: settings[k] for k in REVERT_SETTINGS if k in settings}
+        try:
+            if actor is None:
+                raise ApplicationError("the plan's author no longer exists")
+            with transaction.atomic():
+                cell.revert = release_create(
+                    cluster=cell.cluster, candidate=release.baseline, actor=actor,
+                    strategy="blue_green", check_freeze=False, **kept,
+                )  # fmt: skip
+            message = (
+                f"release {cell.revert.pk} brings v{release.baseline.version} back on "
+                f"{cell.cluster.name}"
+            )
+        except ApplicationError as exc:
+            cell.revert_error = exc.message
+            where = f"v{release.baseline.version} not brought back on {cell.cluster.name}"
+            message = f"{where}: {exc.message}"
+        cell.save(update_fields=["revert", "revert_error"])
+        plan_event(plan, kind="effect", message=message)
+
+
 def _each_release(plan, cells, action: str, actor, reason: str) -> None:
     """`action` on every release of the plan whose phase takes it (desired state: one that
     does not, or has an action waiting, is left as it is)."""
@@ -146,6 +181,7 @@ def _apply(plan: ReleasePlan, cells: list[PlanRelease], decision: Decision) -> N
             _each_release(plan, cells, "resume", actor, reason)
         elif isinstance(effect, RollbackReleases):
             _each_release(plan, cells, "rollback", actor, reason)
+            _revert(plan, cells, actor)
 
 
 def plan_tick(*, plan_id: int) -> ReleasePlan | None:
@@ -161,7 +197,7 @@ def plan_tick(*, plan_id: int) -> ReleasePlan | None:
             return plan
         cells = list(
             PlanRelease.objects.filter(plan=plan)
-            .select_related("cluster", "release")
+            .select_related("cluster", "release", "release__baseline", "revert")
             .prefetch_related("cluster__nodes")
         )
         decision = decide(state_of(plan), _observe(plan, cells, time.time()))

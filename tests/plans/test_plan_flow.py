@@ -257,3 +257,36 @@ def test_a_freeze_holds_a_wave_and_pauses_a_running_release_at_its_next_gate(fle
     assert done.phase == "SUCCEEDED", done.reason
     assert traffic.failed == 0 and edge.failed == 0, (traffic.summary(), edge.summary())
     _unload(world, model)
+
+
+def test_a_rollback_brings_the_baseline_back_where_the_candidate_was_promoted(fleet):
+    world = fleet
+    model, candidate = _serving(world, "plan_back", 2)
+    waves = [{"clusters": ["edge"], "release": RELEASE, "bake_s": 600},
+             {"clusters": ["core"], "release": RELEASE}]  # fmt: skip
+    with Traffic(world["ports"]["edge"], "plan_back") as edge:
+        edge.more(20)
+        answer = api_as(world["rita"]).post("/api/v1/release-plans/", {
+            "model": "plan_back", "candidate_version": candidate.version, "waves": waves,
+            "on_failure": "rollback",
+        }, format="json")  # fmt: skip
+        plan_id = answer.json()["id"]
+        baking = _plan_until(plan_id, {"BAKING", "HALTED", "ROLLED_BACK"})
+        assert baking.phase == "BAKING", baking.reason  # v2 promoted on edge, core not started
+        url = f"/api/v1/release-plans/{plan_id}/actions/"
+        answer = api_as(world["remy"]).post(url, {"action": "rollback", "comment": "bad metric"},
+                                            format="json")  # fmt: skip
+        assert answer.status_code == 200, answer.content
+        ended = _plan_until(plan_id, {"ROLLED_BACK"})
+        edge.more(50)  # answered by the baseline again
+    cell = _cell(plan_id, "edge")
+    assert cell.release.phase == "SUCCEEDED" and cell.revert is not None, cell.revert_error
+    cell.revert.refresh_from_db()
+    assert cell.revert.phase == "SUCCEEDED" and cell.revert.candidate.version == 1
+    assert cell.revert.strategy == "blue_green"
+    assert _cell(plan_id, "core").release is None and ended.finished_at is not None
+    assert edge.failed == 0, edge.summary()
+    assert edge.versions.get("1", 0) > 0 and edge.versions.get("2", 0) > 0
+    detail = api_as(world["ada"]).get(f"/api/v1/release-plans/{plan_id}/").json()
+    assert detail["waves"][0]["clusters"][0]["revert_phase"] == "SUCCEEDED"
+    _unload(world, model)
