@@ -4,15 +4,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('health', '0002_alert_kinds_smoke_node_lost_node_open'),
+        ("health", "0002_alert_kinds_smoke_node_lost_node_open"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='alert',
-            name='kind',
-            field=models.CharField(choices=[('silent_failure', 'Silent failure'), ('probe_failed_while_ready', 'Probe failed while READY'), ('node_down', 'Node down'), ('node_open', 'Node open to model control without a key'), ('leak_suspected', 'Memory leak suspected'), ('drift_not_healed', 'Drift not healed'), ('queue_time_over_sla', 'Queue time over the SLA'), ('release_rolled_back', 'Release rolled back'), ('smoke_node_lost', 'Node lost during a smoke test'), ('plan_halted', 'Release plan halted')], max_length=40),
+            model_name="alert",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("silent_failure", "Silent failure"),
+                    ("probe_failed_while_ready", "Probe failed while READY"),
+                    ("node_down", "Node down"),
+                    ("node_open", "Node open to model control without a key"),
+                    ("leak_suspected", "Memory leak suspected"),
+                    ("drift_not_healed", "Drift not healed"),
+                    ("queue_time_over_sla", "Queue time over the SLA"),
+                    ("release_rolled_back", "Release rolled back"),
+                    ("smoke_node_lost", "Node lost during a smoke test"),
+                    ("plan_halted", "Release plan halted"),
+                ],
+                max_length=40,
+            ),
         ),
     ]
