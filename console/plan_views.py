@@ -100,9 +100,10 @@ def _freezes(plan) -> list[dict]:
 
 @login_required
 def plan_grid(request, plan_id: int):
-    """The grid and its actions alone, fetched again every 2 s while the plan runs (htmx)."""
+    """The parts that change (the grid with its actions, approvals, events), fetched again
+    whenever the page's socket says the plan or one of its releases changed (plan.js)."""
     plan = _plan_or_404(plan_id)
-    return render(request, "console/plans/_grid.html", _grid_context(request, plan))
+    return render(request, "console/plans/_live.html", _grid_context(request, plan))
 
 
 @login_required

@@ -150,7 +150,7 @@ OPERATION_NOTES = {
     "the wave and cluster; nothing is written then.",
     "GET /api/v1/release-plans/{plan_id}/": "A plan: its phase, current wave, each wave's "
     "clusters with their release (id, phase, weight) or why it could not start, the approvals "
-    "and the events.",
+    "and the events. `?wait=` answers as soon as the plan has ended or waits for a person.",
     "POST /api/v1/release-plans/{plan_id}/actions/": "approve or refuse the wave waiting for "
     "approval (403 for the plan's author: four-eyes, unless SWITCHYARD_PLAN_SELF_APPROVAL), "
     "halt (every running release of the plan pauses), resume, or rollback (every release of the "

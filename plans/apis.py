@@ -12,6 +12,7 @@ from accounts.idempotency import idempotent
 from accounts.lifecycle import Lifecycle
 from accounts.pagination import PAGE_PARAMETERS, ListFilters, list_filters, paginated
 from accounts.permissions import ReleaseManagersWrite
+from accounts.waits import WAIT_PARAMETER, group_name, long_poll
 from models_registry.selectors import model_version_find
 from plans import selectors, services
 from plans.state_machine import ACTIONS, ON_FAILURE, Phase
@@ -177,13 +178,27 @@ class PlanListCreateApi(APIView):
 
 
 class PlanDetailApi(APIView):
-    """GET /api/v1/release-plans/{id}/."""
+    """GET /api/v1/release-plans/{id}/[?wait=s]."""
 
     permission_classes = [ReleaseManagersWrite]
 
-    @extend_schema(responses={200: PlanDetailSerializer})
+    @extend_schema(parameters=[WAIT_PARAMETER], responses={200: PlanDetailSerializer})
     def get(self, request, plan_id):
         return Response(_detail(plan_id))
+
+
+def _plan_settled(*, plan_id: int) -> bool:
+    """A waiter wakes when the plan ended or waits for a person (an approval, a resume)."""
+    plan = selectors.plan_get(plan_id=plan_id)
+    return plan is None or PLAN.finished(plan) or PLAN.waiting_for(plan) is not None
+
+
+plan_detail = long_poll(
+    PlanDetailApi,
+    # Woken by the plan's and its cells' saves (plans/apps.py).
+    groups=lambda plan_id: [group_name("plan", plan_id)],
+    finished=_plan_settled,
+)
 
 
 class PlanActionApi(APIView):

@@ -60,3 +60,17 @@ def plan_waves(plan: ReleasePlan) -> list[dict]:
         }
         for i, wave in enumerate(plan.waves)
     ]
+
+
+def plan_followed(*, plan_id: int) -> tuple[str | None, list[int]]:
+    """The plan's phase (None: no such plan) and the releases it started or brought back:
+    what the plan page's socket listens to."""
+    phase = ReleasePlan.objects.filter(pk=plan_id).values_list("phase", flat=True).first()
+    if phase is None:
+        return None, []
+    ids = set()
+    for release, revert in PlanRelease.objects.filter(plan_id=plan_id).values_list(
+        "release_id", "revert_id"
+    ):
+        ids.update(i for i in (release, revert) if i is not None)
+    return phase, sorted(ids)

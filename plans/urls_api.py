@@ -4,7 +4,7 @@ from plans import apis
 
 urlpatterns = [
     path("release-plans/", apis.PlanListCreateApi.as_view(), name="api-release-plans"),
-    path("release-plans/<int:plan_id>/", apis.PlanDetailApi.as_view(), name="api-release-plan"),
+    path("release-plans/<int:plan_id>/", apis.plan_detail, name="api-release-plan"),
     path(
         "release-plans/<int:plan_id>/actions/",
         apis.PlanActionApi.as_view(),

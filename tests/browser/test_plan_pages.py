@@ -2,12 +2,14 @@
 through the form (the author sees why there is no button), and the one stop."""
 
 import pytest
-from django.db import transaction
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
 
 from deployments.services import cluster_create, node_create, serving_state_set
 from plans.models import PlanApproval, ReleasePlan
-from plans.services import plan_create
+from plans.services import plan_action, plan_create
 from tests.browser.helpers import login
+from tests.conftest import in_thread
 from tests.release_setup import release_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -23,6 +25,7 @@ def plan(make_user, settings, tmp_path):
         serving_state_set(cluster=eu, model=world["model"], versions=[world["versions"][0]])
         node_create(cluster=eu, actor=world["rita"], name="eu1", http_url="http://127.0.0.1:9")
     make_user("remy", role="release-managers")
+    make_user("rita2", role="release-managers")
     waves = [{"clusters": ["prod"], "bake_s": 60}, {"clusters": ["eu"], "approval": True}]
     found = plan_create(candidate=world["versions"][1], waves=waves, actor=world["rita"])
     ReleasePlan.objects.filter(pk=found.pk).update(phase="WAITING_APPROVAL", wave_index=1)
@@ -71,3 +74,33 @@ def test_other_roles_read_a_plan_but_have_no_buttons(live_server, page, plan, ma
         "No release of this plan has started yet"
         in page.locator("[data-testid=plan-cost]").inner_text()
     )
+
+
+def _succeed(plan_id: int) -> None:
+    found = ReleasePlan.objects.get(pk=plan_id)
+    found.phase, found.reason = "SUCCEEDED", "every wave succeeded"
+    found.save(update_fields=["phase", "reason"])
+    connection.close()
+
+
+def test_the_plan_page_follows_the_plan_over_its_socket(daphne_server, page, plan):
+    """Served by the real ASGI server: the page listens on /ws/plans/<id>/ and redraws its
+    grid, approvals and events when the plan changes, with no timer polling while live."""
+    base = f"http://{daphne_server}"
+    login(page, base, "remy")
+    page.goto(f"{base}/plans/{plan.pk}/")
+    page.wait_for_selector("[data-testid=plan-live-badge]:has-text('live')", timeout=30000)
+    page.fill("#decide-comment", "half typed")  # a form being filled in is left alone
+    # Playwright's loop owns this thread: the changes are made from another one.
+    approver = get_user_model().objects.get(username="rita2")
+    in_thread(plan_action, plan=plan, action="approve", actor=approver, comment="from the API")
+    page.locator("#decide-comment").blur()
+    page.wait_for_selector("[data-testid=plan-approvals]:has-text('approved by rita2')")
+    events = page.locator("[data-testid=plan-events]").inner_text()
+    assert "rita2 approved wave 2: from the API" in events
+    assert int(page.get_attribute("#plan-live", "data-updates")) > 0
+    assert page.inner_text("[data-testid=plan-live-badge]") == "live"
+    in_thread(_succeed, plan.pk)
+    page.wait_for_selector("[data-testid=plan-live-badge]:has-text('finished')", timeout=10000)
+    assert "every wave succeeded" in page.locator("[data-testid=plan-reason]").inner_text()
+    assert page.locator("[data-testid=plan-decide]").count() == 0  # nothing waits any more

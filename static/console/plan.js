@@ -1,0 +1,80 @@
+// A release plan's page: the grid, approvals and events are fetched again whenever
+// /ws/plans/<id>/ says the plan or one of its releases changed. While that socket is down the
+// badge says so and the page polls every 5 s until it reconnects. A form being filled in is
+// never replaced under the user's hands: the refresh waits until it loses focus.
+(function () {
+  "use strict";
+  var TERMINAL = ["SUCCEEDED", "REFUSED", "ROLLED_BACK"];
+
+  function setBadge(text, tone) {
+    var el = document.getElementById("ws-badge");
+    if (!el) return;
+    el.textContent = text;
+    el.className = "badge text-bg-" + tone;
+  }
+
+  function typing(box) {
+    var el = document.activeElement;
+    return el && box.contains(el) && el.closest("form") !== null;
+  }
+
+  function swap(box, html) {
+    var next = new DOMParser().parseFromString(html, "text/html");
+    next.querySelectorAll("[data-live-part][id]").forEach(function (part) {
+      var here = document.getElementById(part.id);
+      if (here) here.replaceWith(document.importNode(part, true));
+    });
+    box.dataset.refreshed = String(Number(box.dataset.refreshed || 0) + 1);
+  }
+
+  // At most one request in flight, one more queued; none while a form in the grid has focus.
+  function refresher(box) {
+    var busy = false, again = false;
+    function run() {
+      if (typing(box)) { box.addEventListener("focusout", run, {once: true}); return; }
+      if (busy) { again = true; return; }
+      busy = true;
+      fetch(box.dataset.liveUrl, {credentials: "same-origin", headers: {"HX-Request": "true"}})
+        .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+        .then(function (html) { swap(box, html); })
+        .catch(function () { /* the next change or poll tries again */ })
+        .finally(function () { busy = false; if (again) { again = false; run(); } });
+    }
+    return run;
+  }
+
+  function follow(box) {
+    var refresh = refresher(box), poll = null, delay = 1000, finished = false, opened = false;
+    box.dataset.updates = "0";
+    function connect() {
+      var proto = location.protocol === "https:" ? "wss://" : "ws://";
+      var ws = new WebSocket(proto + location.host + box.dataset.ws);
+      ws.onopen = function () {
+        delay = 1000;
+        if (poll) { clearInterval(poll); poll = null; }
+        setBadge("live", "success");
+        if (opened) refresh(); // catch up on what changed while it was down
+        opened = true;
+      };
+      ws.onmessage = function (e) {
+        var p = JSON.parse(e.data);
+        box.dataset.updates = String(parseInt(box.dataset.updates, 10) + 1);
+        refresh();
+        if (p.changed === "plan" && TERMINAL.indexOf(p.phase) >= 0) { finished = true; ws.close(); }
+      };
+      ws.onclose = function () {
+        if (finished) { setBadge("finished", "secondary"); return; }
+        setBadge("stale: reconnecting…", "warning");
+        if (!poll) poll = setInterval(refresh, 5000);
+        setTimeout(connect, delay);
+        delay = Math.min(delay * 2, 15000);
+      };
+    }
+    connect();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var box = document.getElementById("plan-live");
+    if (box && box.dataset.ws) follow(box);
+  });
+})();
