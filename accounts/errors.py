@@ -6,16 +6,16 @@ from rest_framework import serializers
 from rest_framework.views import exception_handler
 
 
-def _flatten(detail: Any, field: str | None = None) -> list[dict[str, Any]]:
+def flatten_errors(detail: Any, field: str | None = None) -> list[dict[str, Any]]:
     if isinstance(detail, dict):
         out: list[dict[str, Any]] = []
         for key, value in detail.items():
             name = None if key in ("non_field_errors", "detail") else key
             sub = f"{field}.{name}" if field and name else (name or field)
-            out.extend(_flatten(value, sub))
+            out.extend(flatten_errors(value, sub))
         return out
     if isinstance(detail, list):
-        return [item for value in detail for item in _flatten(value, field)]
+        return [item for value in detail for item in flatten_errors(value, field)]
     entry: dict[str, Any] = {"message": str(detail)}
     if field:
         entry["field"] = field
@@ -94,7 +94,7 @@ def api_exception_handler(exc, context):
         return error_response(exc)
     response = exception_handler(exc, context)
     if response is not None and not (isinstance(response.data, dict) and "errors" in response.data):
-        response.data = {"errors": _flatten(response.data)}
+        response.data = {"errors": flatten_errors(response.data)}
     return response
 
 

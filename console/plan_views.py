@@ -12,18 +12,25 @@ from django.views.decorators.http import require_POST
 
 from accounts.errors import ApplicationError
 from accounts.roles import Role, user_has_role
+from console.api_forms import api_checked
 from console.paging import api_filters, paged
 from console.report_views import release_cost_context
 from deployments.freezes import cluster_freezes, cluster_frozen
+from deployments.models import TritonCluster
+from models_registry.selectors import version_choices, version_chosen
 from plans import selectors
-from plans.apis import PLAN, PlanFilters
+from plans.apis import PLAN, PlanFilters, PlanListCreateApi, waves_of
 from plans.models import PlanRelease
-from plans.services import plan_action
+from plans.services import plan_action, plan_create
 from plans.state_machine import ACTIONS, Phase
 
 
 def _can_act(user) -> bool:
     return user_has_role(user, Role.RELEASE_MANAGERS.value)
+
+
+# Wave rows the start form offers; a plan needing more starts through the API or the CLI.
+FORM_WAVES = 4
 
 
 @login_required
@@ -36,8 +43,60 @@ def plan_list(request):
         "values": values,
         "errors": errors,
         "states": list(PlanFilters().fields["state"].choices),
+        "can_act": _can_act(request.user),
+        "clusters": TritonCluster.objects.order_by("name"),
+        "versions": version_choices(),
+        "wave_rows": range(FORM_WAVES),
     }
     return render(request, "console/plans/list.html", context)
+
+
+def _form_waves(post) -> list[dict]:
+    """The form's wave rows with at least one cluster, as the API's body holds them."""
+    waves = []
+    for i in range(FORM_WAVES):
+        clusters = [name for name in post.getlist(f"wave-{i}-clusters")[:50] if name]
+        if not clusters:
+            continue
+        release = {}
+        steps = post.get(f"wave-{i}-steps", "").strip()
+        if steps:
+            release["steps"] = [part.strip() for part in steps.split(",") if part.strip()]
+        interval = post.get(f"wave-{i}-step_interval_s", "").strip()
+        if interval:
+            release["step_interval_s"] = interval
+        waves.append({"clusters": clusters, "release": release,
+                      "bake_s": post.get(f"wave-{i}-bake_s", "").strip() or 0,
+                      "approval": post.get(f"wave-{i}-approval") == "on"})  # fmt: skip
+    return waves
+
+
+@login_required
+@require_POST
+def plan_start(request):
+    """Start a plan from the list page's form, checked as the API checks its body."""
+    if not _can_act(request.user):
+        raise PermissionDenied("Starting a plan needs the release-managers role.")
+    post = request.POST
+    candidate = version_chosen(version_id=post.get("version_id", ""), typed=post.get("version", ""))
+    if candidate is None:
+        messages.error(request, "Choose a candidate version (or type one: model vN).")
+        return redirect("console:plan-list")
+    body = {"model": candidate.model.name, "candidate_version": candidate.version,
+            "waves": _form_waves(post), "on_failure": post.get("on_failure", "halt")}  # fmt: skip
+    if not body["waves"]:
+        messages.error(request, "A plan needs at least one wave with a cluster.")
+        return redirect("console:plan-list")
+    values, errors = api_checked(PlanListCreateApi.InputSerializer, body)
+    try:
+        if errors:
+            raise ApplicationError("; ".join(errors))
+        plan = plan_create(candidate=candidate, waves=waves_of(values), actor=request.user,
+                           on_failure=values["on_failure"])  # fmt: skip
+    except ApplicationError as exc:
+        messages.error(request, f"The plan did not start: {exc.message}")
+        return redirect("console:plan-list")
+    return redirect("console:plan-detail", plan_id=plan.pk)
 
 
 def _plan_or_404(plan_id: int):

@@ -5,6 +5,7 @@ from console import (
     audit_views,
     benchmark_views,
     cluster_views,
+    freeze_views,
     list_views,
     plan_views,
     registry_views,
@@ -54,6 +55,23 @@ urlpatterns = [
     path("benchmarks/", list_views.benchmark_list, name="benchmark-list"),
     path("clusters/<str:name>/", cluster_views.cluster_detail, name="cluster-detail"),
     path("clusters/<str:name>/deploy/", cluster_views.cluster_deploy, name="cluster-deploy"),
+    # Freezes and overrides (console/freeze_views.py).
+    path("clusters/<str:name>/freezes/", freeze_views.freeze_create, name="freeze-create"),
+    path(
+        "clusters/<str:name>/freezes/<int:freeze_id>/delete/",
+        freeze_views.freeze_delete,
+        name="freeze-delete",
+    ),
+    path(
+        "clusters/<str:name>/freeze-overrides/",
+        freeze_views.override_request,
+        name="freeze-override-request",
+    ),
+    path(
+        "clusters/<str:name>/freeze-overrides/<int:override_id>/approve/",
+        freeze_views.override_approve,
+        name="freeze-override-approve",
+    ),
     path(
         "clusters/<str:name>/nodes/<str:node>/remove/",
         cluster_views.cluster_node_remove,
@@ -107,6 +125,7 @@ urlpatterns += [
 # Release plans (console/plan_views.py).
 urlpatterns += [
     path("plans/", plan_views.plan_list, name="plan-list"),
+    path("plans/start/", plan_views.plan_start, name="plan-start"),
     path("plans/<int:plan_id>/", plan_views.plan_detail, name="plan-detail"),
     path("plans/<int:plan_id>/grid/", plan_views.plan_grid, name="plan-grid"),
     path("plans/<int:plan_id>/act/", plan_views.plan_act, name="plan-act"),

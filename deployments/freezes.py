@@ -166,3 +166,13 @@ def freeze_override_approve(*, actor, override: FreezeOverride) -> FreezeOverrid
                      details={"cluster": row.cluster.name, "reason": row.reason,
                               "until": row.expires_at.isoformat()})  # fmt: skip
     return row
+
+
+def freeze_overrides_open(cluster_name: str, now: datetime | None = None) -> list[FreezeOverride]:
+    """The cluster's overrides asked in the last day and not approved, and the one in force."""
+    now = now or timezone.now()
+    rows = FreezeOverride.objects.filter(cluster__name=cluster_name).select_related(
+        "requested_by", "approved_by"
+    )
+    waiting = rows.filter(approved_at__isnull=True, created_at__gt=now - timedelta(days=1))
+    return list(waiting | rows.filter(approved_at__isnull=False, expires_at__gt=now))

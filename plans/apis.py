@@ -122,6 +122,11 @@ def _detail(plan_id: int) -> dict:
     return PlanDetailSerializer(plan).data
 
 
+def waves_of(values: dict) -> list[dict]:
+    """The waves of a validated plan body as plan_create takes them."""
+    return [{**w, "release": dict(w.get("release") or {})} for w in values["waves"]]
+
+
 class PlanListCreateApi(APIView):
     """GET, POST /api/v1/release-plans/."""
 
@@ -171,9 +176,12 @@ class PlanListCreateApi(APIView):
         if candidate is None:
             version, model = values["candidate_version"], values["model"]
             raise NotFound(f"No version {version} of model '{model}'.", field="candidate_version")
-        waves = [{**w, "release": dict(w.get("release") or {})} for w in values["waves"]]
-        plan = services.plan_create(candidate=candidate, waves=waves, actor=request.user,
-                                    on_failure=values["on_failure"])  # fmt: skip
+        plan = services.plan_create(
+            candidate=candidate,
+            waves=waves_of(values),
+            actor=request.user,
+            on_failure=values["on_failure"],
+        )
         return Response(_detail(plan.pk), status=status.HTTP_201_CREATED)
 
 
