@@ -20,6 +20,7 @@ from deployments.models import TritonCluster
 from models_registry.selectors import version_choices, version_chosen
 from plans import selectors
 from plans.apis import PLAN, PlanFilters, PlanListCreateApi, waves_of
+from plans.approval_links import approval_wave
 from plans.models import PlanRelease
 from plans.services import plan_action, plan_create
 from plans.state_machine import ACTIONS, Phase
@@ -177,3 +178,45 @@ def plan_act(request, plan_id: int):
     except ApplicationError as exc:
         messages.error(request, exc.message)
     return redirect("console:plan-detail", plan_id=plan_id)
+
+
+def _link_context(request, plan, wave: int) -> dict:
+    waiting = plan.phase == Phase.WAITING_APPROVAL.value and plan.wave_index == wave
+    author = plan.created_by_id == request.user.pk
+    return {
+        "plan": plan,
+        "wave": plan.waves[wave] if 0 <= wave < len(plan.waves) else None,
+        "wave_number": wave + 1,
+        "waiting": waiting,
+        "is_author": author,
+        "can_decide": waiting and _can_act(request.user) and not author,
+        "token": request.GET.get("token") or request.POST.get("token", ""),
+    }
+
+
+@login_required
+def plan_approve_link(request, plan_id: int):
+    """The page a webhook message's signed link opens: one wave of one plan to approve or
+    refuse, by a signed-in release manager other than the author, while that wave waits."""
+    plan = _plan_or_404(plan_id)
+    token = request.GET.get("token") or request.POST.get("token", "")
+    try:
+        wave = approval_wave(token, plan_id=plan.pk)
+    except ApplicationError as exc:
+        context = {"plan": plan, "error": exc.message}
+        return render(request, "console/plans/approve.html", context, status=400)
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if not _can_act(request.user) or action not in ("approve", "refuse"):
+            raise PermissionDenied("Approvals are given by release managers.")
+        try:
+            plan_action(plan=plan, action=action, actor=request.user, wave=wave,
+                        comment=request.POST.get("comment", "")[:2000])  # fmt: skip
+        except ApplicationError as exc:
+            messages.error(request, exc.message)
+        else:
+            verb = "approved" if action == "approve" else "refused"
+            messages.success(request, f"Wave {wave + 1} {verb}.")
+            return redirect("console:plan-detail", plan_id=plan.pk)
+        plan = _plan_or_404(plan_id)
+    return render(request, "console/plans/approve.html", _link_context(request, plan, wave))

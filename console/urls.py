@@ -129,6 +129,7 @@ urlpatterns += [
     path("plans/<int:plan_id>/", plan_views.plan_detail, name="plan-detail"),
     path("plans/<int:plan_id>/grid/", plan_views.plan_grid, name="plan-grid"),
     path("plans/<int:plan_id>/act/", plan_views.plan_act, name="plan-act"),
+    path("plans/<int:plan_id>/approve/", plan_views.plan_approve_link, name="plan-approve-link"),
 ]
 # Releases (console/release_views.py).
 urlpatterns += [

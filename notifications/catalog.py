@@ -109,6 +109,8 @@ def _note(event: str, severity: str, summary: str, row: dict, data: dict) -> Not
 def _plan_note(action: str, row: dict[str, Any]) -> Note:
     details = row.get("details") or {}
     data = {"plan_id": row.get("object_id"), **{k: details.get(k) for k in PLAN_FIELDS}}
+    if action == "plan.waiting_approval" and details.get("approve_url"):
+        data["approve_url"] = details["approve_url"]  # signed: plans/approval_links.py
     what = {
         "plan.wave_started": f"wave {data['wave']} started on {', '.join(data['clusters'] or [])}",
         "plan.waiting_approval": f"wave {data['wave']} waits for approval",

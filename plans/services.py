@@ -139,9 +139,11 @@ def _may_approve(plan: ReleasePlan, actor) -> None:
         )
 
 
-def plan_action(*, plan: ReleasePlan, action: str, actor, comment: str = "") -> ReleasePlan:
+def plan_action(
+    *, plan: ReleasePlan, action: str, actor, comment: str = "", wave: int | None = None
+) -> ReleasePlan:
     """approve/refuse the wave waiting for approval, or ask for halt/resume/rollback; 409
-    when the plan's phase does not take it."""
+    when the plan's phase does not take it, or (`wave`, an index) when another wave waits."""
     if action not in ACTIONS:
         raise Refused(f"Unknown action '{action}'.", field="action")
     with transaction.atomic():
@@ -151,6 +153,9 @@ def plan_action(*, plan: ReleasePlan, action: str, actor, comment: str = "") -> 
         phase = Phase(locked.phase)
         if phase not in ACTIONS[action]:
             raise PlanError(f"Cannot {action}: the plan is {phase.value}.", status=409)
+        if wave is not None and wave != locked.wave_index:
+            raise PlanError(f"Cannot {action} wave {wave + 1}: the plan is at wave "
+                            f"{locked.wave_index + 1} now.", status=409)  # fmt: skip
         name = actor.get_username()
         if action in ("approve", "refuse"):
             _may_approve(locked, actor)

@@ -18,6 +18,7 @@ from audit.services import audit_record
 from deployments.freezes import cluster_frozen
 from deployments.models import TritonNode
 from health.services import plan_halted_alert, plan_halted_resolve
+from plans.approval_links import approval_url
 from plans.models import PlanApproval, PlanRelease, ReleasePlan
 from plans.services import plan_event
 from plans.state_machine import (
@@ -245,6 +246,10 @@ def _audit_transition(plan: ReleasePlan, before: str) -> None:
         "reason": plan.reason,
         "clusters": list(wave["clusters"]),
     }
+    if phase is Phase.WAITING_APPROVAL:
+        link = approval_url(plan_id=plan.pk, wave=plan.wave_index)
+        if link:
+            details["approve_url"] = link  # for the webhook message (notifications/catalog.py)
     audit_record(actor=None, action=action, obj=plan, details=details)
     model, version = details["model"], details["candidate_version"]
     if phase is Phase.HALTED:

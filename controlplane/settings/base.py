@@ -386,6 +386,11 @@ SWITCHYARD_HOME_CACHE_S = env.float("SWITCHYARD_HOME_CACHE_S", default=10.0)
 # A release plan's author may approve its own waves (four-eyes off): off by default, superusers
 # included (plans/services.py).
 SWITCHYARD_PLAN_SELF_APPROVAL = env.bool("SWITCHYARD_PLAN_SELF_APPROVAL", default=False)
+# The console's address as people reach it ("https://switchyard.example.com"): webhook messages
+# of a plan waiting for approval carry a signed link to its approval page there (none when
+# unset); the link names its plan and wave and lasts this long (plans/approval_links.py).
+SWITCHYARD_CONSOLE_URL = env.str("SWITCHYARD_CONSOLE_URL", default="")
+SWITCHYARD_APPROVAL_LINK_MAX_AGE_S = env.int("SWITCHYARD_APPROVAL_LINK_MAX_AGE_S", default=86400)
 SWITCHYARD_PAGE_SHARE_S = env.float("SWITCHYARD_PAGE_SHARE_S", default=2.0)
 # The router panel's count of refused requests is read from the router's access log at most
 # this often, whoever asks (releases/selectors.py `router_refused_shared`).
