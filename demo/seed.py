@@ -124,7 +124,7 @@ def demo_cluster_register(
     with transaction.atomic():  # run_router starts once the cluster exists: nodes included
         cluster = _demo_cluster(base_port=base_port, actor=actor, key_ref=key_ref)
         lines = [
-            _demo_node(cluster, name=f"node{i + 1}", port=base_port + 3 * i, actor=actor)
+            demo_node_register(cluster, name=f"node{i + 1}", port=base_port + 3 * i, actor=actor)
             for i in range(nodes)
         ]
     return cluster, [line for line in lines if line]
@@ -157,7 +157,7 @@ def _demo_cluster(*, base_port: int, actor, key_ref: str) -> TritonCluster:
     return cluster
 
 
-def _demo_node(cluster: TritonCluster, *, name: str, port: int, actor) -> str:
+def demo_node_register(cluster: TritonCluster, *, name: str, port: int, actor) -> str:
     urls = {
         "http_url": f"http://127.0.0.1:{port}",
         "grpc_url": f"127.0.0.1:{port + 1}",
@@ -223,7 +223,7 @@ def demo_smoke_cluster_register(*, port: int, actor, key_ref: str = "") -> list[
         )
     elif cluster.api_key_ref != key_ref or cluster.api_key_ciphertext:  # a new run's key file
         cluster = cluster_update(cluster=cluster, actor=actor, api_key_ref=key_ref)
-    line = _demo_node(cluster, name="smoke1", port=port, actor=actor)
+    line = demo_node_register(cluster, name="smoke1", port=port, actor=actor)
     return [line] if line else []
 
 

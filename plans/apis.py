@@ -47,6 +47,13 @@ class CellSerializer(serializers.Serializer):
     release = serializers.IntegerField(allow_null=True, help_text="its release once started")
     phase = serializers.CharField(allow_null=True, help_text="the release's phase")
     weight = serializers.FloatField(allow_null=True, help_text="the candidate's share, %")
+    step = serializers.CharField(allow_null=True, help_text="its step, as 2/3")
+    gate = serializers.CharField(
+        allow_null=True, help_text="its last gate's result (pass, fail, inconclusive)"
+    )
+    gate_failed = serializers.ListField(
+        child=serializers.CharField(), help_text="the checks its last gate failed"
+    )
     error = serializers.CharField(help_text="why its release could not start ('' if it did)")
     revert = serializers.IntegerField(
         allow_null=True, help_text="the release that brought the baseline back (plan rollback)"

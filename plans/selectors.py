@@ -31,6 +31,19 @@ def plan_get(*, plan_id: int) -> ReleasePlan | None:
     )
 
 
+def _gates(release) -> dict:
+    """Where a cell's release is in its steps and what its last gate said."""
+    if release is None:
+        return {"step": None, "gate": None, "gate_failed": []}
+    last = release.last_analysis or {}
+    failed = [c.get("name", "") for c in last.get("checks") or [] if c.get("passed") is False]
+    return {
+        "step": f"{min(release.step_index + 1, len(release.steps))}/{len(release.steps)}",
+        "gate": last.get("result"),
+        "gate_failed": failed,
+    }
+
+
 def plan_waves(plan: ReleasePlan) -> list[dict]:
     """Each wave as stored, with its clusters' cells: the release (id, phase, weight) once
     started, else why it could not start."""
@@ -44,6 +57,7 @@ def plan_waves(plan: ReleasePlan) -> list[dict]:
                 "release": release.pk if release else None,
                 "phase": release.phase if release else None,
                 "weight": release.serving_weight if release else None,
+                **_gates(release),
                 "error": cell.error,
                 "revert": cell.revert_id,
                 "revert_phase": cell.revert.phase if cell.revert else None,

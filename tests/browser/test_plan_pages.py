@@ -76,6 +76,11 @@ def test_other_roles_read_a_plan_but_have_no_buttons(live_server, page, plan, ma
     )
 
 
+def _approve(plan, approver) -> None:
+    plan_action(plan=plan, action="approve", actor=approver, comment="from the API")
+    connection.close()  # the thread's own connection
+
+
 def _succeed(plan_id: int) -> None:
     found = ReleasePlan.objects.get(pk=plan_id)
     found.phase, found.reason = "SUCCEEDED", "every wave succeeded"
@@ -93,7 +98,7 @@ def test_the_plan_page_follows_the_plan_over_its_socket(daphne_server, page, pla
     page.fill("#decide-comment", "half typed")  # a form being filled in is left alone
     # Playwright's loop owns this thread: the changes are made from another one.
     approver = get_user_model().objects.get(username="rita2")
-    in_thread(plan_action, plan=plan, action="approve", actor=approver, comment="from the API")
+    in_thread(_approve, plan, approver)
     page.locator("#decide-comment").blur()
     page.wait_for_selector("[data-testid=plan-approvals]:has-text('approved by rita2')")
     events = page.locator("[data-testid=plan-events]").inner_text()

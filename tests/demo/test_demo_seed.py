@@ -89,3 +89,44 @@ def test_the_demo_benchmarks_one_sample_version_once_on_the_smoke_node(
     assert lines == [f"benchmarking risk_score v2 on {SMOKE_CLUSTER} (its cost shows as benchmark)"]
     assert demo_benchmark_seed(cluster_name=SMOKE_CLUSTER, actor=admin) == []  # once
     assert AuditEvent.objects.filter(action="benchmark.created").count() == 1
+
+
+def test_the_demo_fleet_and_its_plan_example_follow_the_ports_once(
+    settings, tmp_path, django_user_model
+):
+    """eu and us: one node and one router each, after local's nodes and the smoke node; the
+    plan example is started once, as admin, when risk_score serves on every cluster."""
+    from demo.fleet import demo_fleet_register, demo_fleet_serving, demo_plan_seed
+    from demo.seed import demo_cluster_seed, demo_models_register
+    from deployments.models import TritonCluster
+    from deployments.services import serving_state_set
+    from plans.models import ReleasePlan
+
+    settings.SWITCHYARD_VAR_DIR = tmp_path
+    settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
+    demo_users_create()
+    admin = django_user_model.objects.get(username="admin")
+    assert demo_cluster_seed(base_port=31000, nodes=2) == []
+    assert demo_fleet_register(base_port=31000, nodes=2, actor=admin) == []
+    eu, us = TritonCluster.objects.get(name="eu"), TritonCluster.objects.get(name="us")
+    assert eu.router["listen"] == "127.0.0.1:31082" and us.router["listen"] == "127.0.0.1:31083"
+    assert [n.http_url for n in eu.nodes.all()] == ["http://127.0.0.1:31009"]
+    assert [n.http_url for n in us.nodes.all()] == ["http://127.0.0.1:31012"]
+    assert demo_fleet_register(base_port=31000, nodes=2, actor=admin) == []  # nothing new
+    assert AuditEvent.objects.filter(action="node.created").count() == 3 + 2
+    first = demo_models_register(actor=admin)[0]
+    assert first.model.name == "risk_score" and not demo_fleet_serving()
+    for name in ("local", "eu", "us"):  # as the deployments do once they succeed
+        cluster = TritonCluster.objects.get(name=name)
+        serving_state_set(cluster=cluster, model=first.model, versions=[first])
+    assert demo_fleet_serving()
+    lines = demo_plan_seed(actor=admin, console_url="http://127.0.0.1:8000/")
+    plan = ReleasePlan.objects.get()
+    assert lines == [
+        "release plan example: risk_score v2 through eu -> us -> local; a release manager "
+        f"approves it at http://127.0.0.1:8000/plans/{plan.pk}/"
+    ]
+    assert (plan.created_by, plan.candidate.version, plan.on_failure) == (admin, 2, "rollback")
+    assert [(w["clusters"], w["approval"]) for w in plan.waves] == [
+        (["eu"], True), (["us"], False), (["local"], True)]  # fmt: skip
+    assert demo_plan_seed(actor=admin, console_url="http://x") == []  # once

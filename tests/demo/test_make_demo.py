@@ -22,6 +22,7 @@ from demo.users import BANNER_RULE
 from deployments.models import Deployment
 from integrations.triton.local import port_is_free
 from models_registry.models import ModelVersion
+from plans.models import ReleasePlan
 from reports.selectors import ghosts
 from telemetry.models import Rollup
 from tests.conftest import ROOT, child_environment, wait_for
@@ -36,18 +37,23 @@ PROCESSES = (
     "collector",
     "router",
     "traffic",
+    "router-eu",
+    "router-us",
+    "traffic-eu",
+    "traffic-us",
 )
 
 
 def _demo_ports() -> tuple[int, int]:
-    """A web port and a Triton base port whose nodes (3 ports each: base..), router (+80 HTTP,
-    +81 gRPC) and web (+90) are free, below the kernel's ephemeral range (from 32768), where
-    no outgoing connection of another process takes one meanwhile."""
-    nodes = 3 * (demo_run.NODES + demo_run.SMOKE_NODES)
+    """A web port and a Triton base port whose nodes (3 ports each: base..), routers (+80 HTTP,
+    +81 gRPC, then one a fleet cluster) and web (+90) are free, below the kernel's ephemeral
+    range (from 32768), where no outgoing connection of another process takes one meanwhile."""
+    nodes = 3 * (demo_run.NODES + demo_run.SMOKE_NODES + demo_run.FLEET_NODES)
     for _ in range(200):
         base = random.randrange(20000, 32000, 100)
         port = base + 90
-        if all(port_is_free(p) for p in (*range(base, base + nodes), base + 80, base + 81, port)):
+        routers = range(base + 80, base + 82 + demo_run.FLEET_NODES)
+        if all(port_is_free(p) for p in (*range(base, base + nodes), *routers, port)):
             return port, base
     raise RuntimeError("no free ports for the demo")
 
@@ -138,14 +144,23 @@ def test_make_demo_is_quiet_logs_to_files_and_stops_everything(transactional_db,
         banner = seen[seen.index(BANNER_RULE) :]
         assert f"http://127.0.0.1:{port}/" in banner[1] and len(banner) == 10, banner
         assert [line.split()[0] for line in banner[3:7]] == ["ada", "rita", "max", "admin"]
-        for expected in ("web answers", "Triton nodes answer", "worker answers", "router answers"):
+        for expected in ("web answers", "Triton nodes answer", "worker answers", "routers answer"):
             assert any(line.startswith(expected) for line in seen), (expected, seen)
         logs = var_dir / "log"
         assert sorted(p.stem for p in logs.glob("*.log")) == sorted(PROCESSES)
         assert "Triton nodes are ready" in (logs / "triton.log").read_text()
         for worker in ("worker-releases", "worker", "worker-long"):  # one per lane
             assert "ready." in (logs / f"{worker}.log").read_text()  # celery's "... ready."
-        assert "listening on" in (logs / "router.log").read_text()
+        for router in ("router", "router-eu", "router-us"):  # a router per cluster
+            assert "listening on" in (logs / f"{router}.log").read_text()
+        # The plan example waits for a release manager's approval of its first wave (eu).
+        assert any(line.startswith("release plan example: risk_score v2") for line in seen), seen
+        plan = wait_for(
+            lambda: (p := ReleasePlan.objects.first()) and p.phase == "WAITING_APPROVAL" and p,
+            timeout_s=60,
+            what="the plan example waiting for approval",
+        )
+        assert [w["clusters"] for w in plan.waves] == [["eu"], ["us"], ["local"]]
         wait_for(
             lambda: "demo traffic:" in (logs / "traffic.log").read_text(),
             timeout_s=60,
@@ -185,10 +200,23 @@ def test_make_demo_is_quiet_logs_to_files_and_stops_everything(transactional_db,
             what="the pipeline's smoke test",
         )
         assert smoked.status == "smoke_passed", smoked.validation
+        # The fleet's clusters serve risk_score v1, each deployed on its own node.
+        fleet = wait_for(
+            lambda: (
+                (ds := list(Deployment.objects.filter(cluster__name__in=["eu", "us"])))
+                and all(d.is_finished for d in ds)
+                and ds
+            ),
+            timeout_s=120,
+            what="the fleet's deployments",
+        )
+        assert sorted((d.cluster.name, d.status) for d in fleet) == [
+            ("eu", "succeeded"), ("us", "succeeded")]  # fmt: skip
         running = _demo_processes(proc.pid, var_dir)
         commands = " ".join(cmd for pid, (_, cmd) in _process_table().items() if pid in running)
-        served_and_smoke = demo_run.NODES + demo_run.SMOKE_NODES  # 2 serving, 1 for smoke tests
-        assert commands.count("bin/tritonserver") == served_and_smoke
+        # local's 2, 1 for smoke tests, 1 each for eu and us
+        nodes = demo_run.NODES + demo_run.SMOKE_NODES + demo_run.FLEET_NODES
+        assert commands.count("bin/tritonserver") == nodes
         assert "nginx: master" in commands
     finally:
         proc.send_signal(signal.SIGINT)  # Ctrl-C

@@ -161,6 +161,8 @@ def test_a_plan_walks_its_waves_behind_the_barrier_and_a_second_person_approves(
     assert any("remy approved wave 2: CAB ok" in m for m in messages), messages
     assert any("every wave succeeded" in m for m in messages), messages
     assert [c["phase"] for w in detail["waves"] for c in w["clusters"]] == ["SUCCEEDED"] * 2
+    cells = [c for w in detail["waves"] for c in w["clusters"]]
+    assert [(c["step"], c["gate"], c["gate_failed"]) for c in cells] == [("2/2", "pass", [])] * 2
     # Webhooks: each transition once, signed, with the plan in its data.
     _deliver_all()
     got = receiver.wait_for(Delivery.objects.filter(webhook=hook).count())

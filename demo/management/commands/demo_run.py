@@ -1,4 +1,6 @@
-"""`make demo`: the whole console against two local Triton nodes, quietly.
+"""`make demo`: the whole console against a local Triton fleet, quietly: the `local` cluster
+(two nodes), `eu` and `us` (one node each, demo/fleet.py), each behind its own router, and a
+node of its own for smoke tests.
 
 Checks the ports, makes one demo user per role (fresh passwords), starts every process under
 the demo's supervisor (each one logging to its own file), says how start-up goes, seeds the
@@ -17,10 +19,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from console.health import check_worker
 from controlplane.queues import FLEET, LONG, RELEASES, lane_queue
+from demo.fleet import (
+    FLEET_CLUSTERS,
+    FLEET_RPS,
+    demo_fleet_deploy,
+    demo_fleet_register,
+    demo_fleet_serving,
+    demo_plan_seed,
+    fleet_router_port,
+)
 from demo.seed import demo_cluster_seed, demo_seed
 from demo.supervisor import Supervisor
 from demo.users import banner_lines, demo_users_create
@@ -30,6 +42,8 @@ NODES = 2
 # One more node, of a cluster of its own that serves nothing: where new versions are
 # smoke-tested (a version that crashes its node takes no served model down).
 SMOKE_NODES = 1
+# The fleet's clusters beside local, one node and one router each (demo/fleet.py).
+FLEET_NODES = len(FLEET_CLUSTERS)
 WEB_POOL_SIZE = os.environ.get("SWITCHYARD_DATABASE_POOL_SIZE", "10")
 
 
@@ -46,7 +60,7 @@ def demo_commands(
             "manage.py",
             "triton_local",
             "--nodes",
-            str(NODES + SMOKE_NODES),
+            str(NODES + SMOKE_NODES + FLEET_NODES),
             "--base-port",
             str(base_port),
             "--key-file",
@@ -72,19 +86,20 @@ def demo_commands(
             f"--schedule={var_dir / 'celerybeat-schedule'}",
         ],
         "collector": [*nice, py, "manage.py", "run_collector", "--interval", "1"],
-        "router": [py, "manage.py", "run_router", "--cluster", "local", "--wait", "300"],
-        "traffic": [
-            py,
-            "manage.py",
-            "demo_traffic",
-            "--cluster",
-            "local",
-            "--rps",
-            "40",
-            "--wait",
-            "300",
-        ],
+        "router": _router(py, "local"),
+        "traffic": _traffic(py, "local", 40),
+        **{f"router-{name}": _router(py, name) for name in FLEET_CLUSTERS},
+        **{f"traffic-{name}": _traffic(py, name, FLEET_RPS) for name in FLEET_CLUSTERS},
     }
+
+
+def _router(py: str, cluster: str) -> list[str]:
+    return [py, "manage.py", "run_router", "--cluster", cluster, "--wait", "300"]
+
+
+def _traffic(py: str, cluster: str, rps: float) -> list[str]:
+    return [py, "manage.py", "demo_traffic", "--cluster", cluster, "--rps", f"{rps:g}",
+            "--wait", "300"]  # fmt: skip
 
 
 # One worker per lane (controlplane/queues.py), so a push or a benchmark never holds the slot
@@ -159,12 +174,18 @@ class Command(BaseCommand):
         key_file = demo_node_key_write(settings.SWITCHYARD_VAR_DIR)
         self.key_ref = f"file:{key_file}"
         for line in demo_cluster_seed(base_port=base, nodes=NODES, key_ref=self.key_ref):
-            self.say(line)  # before the router starts
+            self.say(line)  # before the routers start
+        admin = get_user_model().objects.get(username="admin")
+        for line in demo_fleet_register(base_port=base, nodes=NODES, actor=admin,
+                                        key_ref=self.key_ref):  # fmt: skip
+            self.say(line)
         log_dir = Path(opts["log_dir"] or settings.SWITCHYARD_VAR_DIR / "log")
         commands = demo_commands(
             port=port, base_port=base, var_dir=settings.SWITCHYARD_VAR_DIR, key_file=key_file
         )
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # Webhook messages link to this console (a plan's approval page, plans/approval_links.py).
+        self.console_url = os.environ.get("SWITCHYARD_CONSOLE_URL") or f"http://127.0.0.1:{port}"
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "SWITCHYARD_CONSOLE_URL": self.console_url}
         self.supervisor = Supervisor(
             commands, log_dir=log_dir, env=env, cwd=settings.BASE_DIR, say=self.say
         )
@@ -195,10 +216,11 @@ class Command(BaseCommand):
                 f"or run `make demo PORT={port + 10}`."
             )
         ports = (
-            *range(base, base + 3 * (NODES + SMOKE_NODES)),
+            *range(base, base + 3 * (NODES + SMOKE_NODES + FLEET_NODES)),
             base + 80,
             base + 81,
-        )  # nodes, router
+            *(fleet_router_port(base, i) for i in range(FLEET_NODES)),
+        )  # nodes, routers
         busy = [p for p in ports if not port_is_free(p)]
         if busy:
             raise CommandError(
@@ -210,24 +232,33 @@ class Command(BaseCommand):
         """Wait for each part in turn, saying so; seed once the web and the nodes answer."""
         deadline = time.monotonic() + timeout_s
         web = f"http://127.0.0.1:{port}/login/"
-        nodes = [
-            f"http://127.0.0.1:{base + 3 * i}/v2/health/ready" for i in range(NODES + SMOKE_NODES)
-        ]
+        count = NODES + SMOKE_NODES + FLEET_NODES
+        nodes = [f"http://127.0.0.1:{base + 3 * i}/v2/health/ready" for i in range(count)]
         self._until("web", lambda: http_status(web) is not None, deadline)
         self._until("Triton nodes", lambda: all(http_status(u) == 200 for u in nodes), deadline)
         for line in demo_seed(base_port=base, nodes=NODES, key_ref=self.key_ref):
             self.say(line)
+        admin = get_user_model().objects.get(username="admin")
+        for line in demo_fleet_deploy(actor=admin):
+            self.say(line)
         self._until("worker", lambda: check_worker().is_ok, deadline)
-        router = f"http://127.0.0.1:{base + 80}/"
-        self._until("router", lambda: http_status(router) is not None, deadline)
+        ports = [base + 80, *(fleet_router_port(base, i) for i in range(FLEET_NODES))]
+        routers = [f"http://127.0.0.1:{p}/" for p in ports]
+        self._until("routers", lambda: all(http_status(u) is not None for u in routers), deadline)
+        # A plan's waves are checked against what serves: the fleet's deployments first.
+        self._until("eu and us", demo_fleet_serving, deadline, verb="serve risk_score")
+        for line in demo_plan_seed(actor=admin, console_url=self.console_url):
+            self.say(line)
 
-    def _until(self, what: str, answers: Callable[[], bool], deadline: float) -> None:
+    def _until(
+        self, what: str, answers: Callable[[], bool], deadline: float, verb: str = ""
+    ) -> None:
         started = time.monotonic()
+        verb = verb or ("answer" if what.endswith("s") else "answers")
         while time.monotonic() < deadline:
             if answers():
-                verb = "answer" if what.endswith("s") else "answers"
                 self.say(f"{what} {verb} ({time.monotonic() - started:.0f} s)")
                 return
             self.supervisor.check()
             time.sleep(0.5)
-        self.say(f"warning: {what} did not answer in time; see its log")
+        self.say(f"warning: {what} not ready in time; see the logs")
