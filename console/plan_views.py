@@ -160,10 +160,14 @@ def _freezes(plan) -> list[dict]:
 
 @login_required
 def plan_grid(request, plan_id: int):
-    """The parts that change (the grid with its actions, approvals, events), fetched again
-    whenever the page's socket says the plan or one of its releases changed (plan.js)."""
+    """The parts that change (the grid with its actions, approvals, events; `?cost=1` the
+    cost card too), fetched again whenever the page's socket says the plan or one of its
+    releases changed (plan.js)."""
     plan = _plan_or_404(plan_id)
-    return render(request, "console/plans/_live.html", _grid_context(request, plan))
+    context = _grid_context(request, plan)
+    if request.GET.get("cost"):  # the plan changed (a release started or ended): its costs too
+        context.update(_costs(plan), with_cost=True)
+    return render(request, "console/plans/_live.html", context)
 
 
 @login_required

@@ -1,5 +1,6 @@
 // A release plan's page: the grid, approvals and events are fetched again whenever
-// /ws/plans/<id>/ says the plan or one of its releases changed. While that socket is down the
+// /ws/plans/<id>/ says the plan or one of its releases changed, the cost card too when the
+// plan itself changed. While that socket is down the
 // badge says so and the page polls every 5 s until it reconnects. A form being filled in is
 // never replaced under the user's hands: the refresh waits until it loses focus.
 (function () {
@@ -28,13 +29,17 @@
   }
 
   // At most one request in flight, one more queued; none while a form in the grid has focus.
+  // run(true) asks for the cost card as well (the plan itself changed).
   function refresher(box) {
-    var busy = false, again = false;
-    function run() {
+    var busy = false, again = false, cost = false;
+    function run(withCost) {
+      cost = cost || withCost === true;
       if (typing(box)) { box.addEventListener("focusout", run, {once: true}); return; }
       if (busy) { again = true; return; }
       busy = true;
-      fetch(box.dataset.liveUrl, {credentials: "same-origin", headers: {"HX-Request": "true"}})
+      var url = box.dataset.liveUrl + (cost ? "?cost=1" : "");
+      cost = false;
+      fetch(url, {credentials: "same-origin", headers: {"HX-Request": "true"}})
         .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
         .then(function (html) { swap(box, html); })
         .catch(function () { /* the next change or poll tries again */ })
@@ -53,13 +58,13 @@
         delay = 1000;
         if (poll) { clearInterval(poll); poll = null; }
         setBadge("live", "success");
-        if (opened) refresh(); // catch up on what changed while it was down
+        if (opened) refresh(true); // catch up on what changed while it was down
         opened = true;
       };
       ws.onmessage = function (e) {
         var p = JSON.parse(e.data);
         box.dataset.updates = String(parseInt(box.dataset.updates, 10) + 1);
-        refresh();
+        refresh(p.changed === "plan");
         if (p.changed === "plan" && TERMINAL.indexOf(p.phase) >= 0) { finished = true; ws.close(); }
       };
       ws.onclose = function () {

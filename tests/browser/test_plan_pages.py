@@ -105,7 +105,9 @@ def test_the_plan_page_follows_the_plan_over_its_socket(daphne_server, page, pla
     assert "rita2 approved wave 2: from the API" in events
     assert int(page.get_attribute("#plan-live", "data-updates")) > 0
     assert page.inner_text("[data-testid=plan-live-badge]") == "live"
+    page.evaluate("document.getElementById('plan-cost').dataset.before = 'yes'")
     in_thread(_succeed, plan.pk)
     page.wait_for_selector("[data-testid=plan-live-badge]:has-text('finished')", timeout=10000)
     assert "every wave succeeded" in page.locator("[data-testid=plan-reason]").inner_text()
     assert page.locator("[data-testid=plan-decide]").count() == 0  # nothing waits any more
+    assert page.get_attribute("#plan-cost", "data-before") is None  # redrawn: the plan changed

@@ -148,6 +148,8 @@ def test_the_plan_grid_fragment_is_readable_by_any_signed_in_user(fleet, client)
     grid = client.get(f"/plans/{plan_id}/grid/")
     assert grid.status_code == 200 and 'data-testid="plan-waves"' in grid.content.decode()
     assert 'id="plan-events"' in grid.content.decode()  # with its approvals and events
+    assert 'id="plan-cost"' not in grid.content.decode()  # only when the plan itself changed
+    assert 'id="plan-cost"' in client.get(f"/plans/{plan_id}/grid/?cost=1").content.decode()
     page = client.get(f"/plans/{plan_id}/").content.decode()
     assert f'data-ws="/ws/plans/{plan_id}/"' in page and "hx-trigger" not in page
     assert client.post(f"/plans/{plan_id}/act/", {"action": "halt"}).status_code == 403
