@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from accounts.services import api_token_create
 from deployments.services import cluster_create, node_create, serving_state_set
@@ -99,3 +100,19 @@ def test_halt_and_a_plan_file_from_the_cli(world):
     assert code == 2 and "Cannot resume: the plan is PENDING" in err, err
     code, out, err = switchyard(world, "plan", "start", "risk_score:2")
     assert code == 2 and "--wave" in err
+
+
+def test_a_plans_wait_exits_1_when_it_rolled_back_and_3_when_the_timeout_runs_out(world):
+    """The release commands' codes: 1 finished but failed, 3 the wait ran out first (the plan
+    goes on on the server)."""
+    code, out, err = switchyard(world, "plan", "start", "risk_score:2", "--wave", "prod")
+    assert code == 0, (out, err)
+    plan = ReleasePlan.objects.get()
+    # No worker serves this test's queue: the plan stays PENDING while the CLI waits.
+    code, out, err = switchyard(world, "plan", "status", str(plan.pk), "--wait", "--timeout", "1")
+    assert code == 3, (out, err)
+    ReleasePlan.objects.filter(pk=plan.pk).update(
+        phase="ROLLED_BACK", reason="wave 1: prod: rolled_back", finished_at=timezone.now()
+    )
+    code, out, err = switchyard(world, "plan", "status", str(plan.pk), "--wait")
+    assert code == 1 and "rolled_back" in (out + err), (out, err)
