@@ -1,8 +1,6 @@
 """Release plan pages: the list, and a plan as a grid of waves x clusters with its approvals,
 events, cost per 1k of baseline and candidate on each cluster, and the one stop."""
 
-from decimal import Decimal
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -14,14 +12,12 @@ from accounts.errors import ApplicationError
 from accounts.roles import Role, user_has_role
 from console.api_forms import api_checked
 from console.paging import api_filters, paged
-from console.report_views import release_cost_context
 from deployments.freezes import cluster_freezes, cluster_frozen
 from deployments.models import TritonCluster
 from models_registry.selectors import version_choices, version_chosen
 from plans import selectors
 from plans.apis import PLAN, PlanFilters, PlanListCreateApi, waves_of
 from plans.approval_links import approval_wave
-from plans.models import PlanRelease
 from plans.services import plan_action, plan_create
 from plans.state_machine import ACTIONS, Phase
 
@@ -107,28 +103,6 @@ def _plan_or_404(plan_id: int):
     return plan
 
 
-def _costs(plan) -> dict:
-    """Per cluster with a release: baseline and candidate cost per 1k successful requests
-    during it; and across them, each side's cost over its requests (the plan's delta)."""
-    rows, totals = [], {"baseline": [Decimal(0), 0], "candidate": [Decimal(0), 0]}
-    cells = PlanRelease.objects.filter(plan=plan, release__isnull=False)
-    for cell in cells.select_related("cluster", "release__model", "release__baseline",
-                                     "release__candidate"):  # fmt: skip
-        during = release_cost_context(cell.release)["release_cost"][0]
-        rows.append({"cluster": cell.cluster.name, "release": cell.release, **during})
-        for side in ("baseline", "candidate"):
-            figures = during.get(side) or {}
-            if figures.get("cost") is not None:
-                totals[side][0] += Decimal(str(figures["cost"]))
-                totals[side][1] += int(figures.get("successes") or 0)
-    exact = {side: cost * 1000 / n if n else None for side, (cost, n) in totals.items()}
-    per_1k = {s: v.quantize(Decimal("0.0001")) if v is not None else None for s, v in exact.items()}
-    delta = None
-    if exact["baseline"] and exact["candidate"] is not None:
-        delta = ((exact["candidate"] / exact["baseline"] - 1) * 100).quantize(Decimal("0.1"))
-    return {"cost_rows": rows, "cost_per_1k": per_1k, "cost_delta_pct": delta}
-
-
 def _grid_context(request, plan) -> dict:
     phase = Phase(plan.phase)
     author = plan.created_by_id == request.user.pk
@@ -147,7 +121,11 @@ def _grid_context(request, plan) -> dict:
 @login_required
 def plan_detail(request, plan_id: int):
     plan = _plan_or_404(plan_id)
-    context = {**_grid_context(request, plan), **_costs(plan), "freezes": _freezes(plan)}
+    context = {
+        **_grid_context(request, plan),
+        **selectors.plan_costs(plan),
+        "freezes": _freezes(plan),
+    }
     return render(request, "console/plans/detail.html", context)
 
 
@@ -166,7 +144,7 @@ def plan_grid(request, plan_id: int):
     plan = _plan_or_404(plan_id)
     context = _grid_context(request, plan)
     if request.GET.get("cost"):  # the plan changed (a release started or ended): its costs too
-        context.update(_costs(plan), with_cost=True)
+        context.update(selectors.plan_costs(plan), with_cost=True)
     return render(request, "console/plans/_live.html", context)
 
 

@@ -1,19 +1,16 @@
 """The Reports page: cost overview chart, cost table, ghost list (reports' selectors)."""
 
-import json
 from datetime import UTC, timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.serializers.json import DjangoJSONEncoder
 from django.http import Http404
 from django.shortcuts import render
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
 from console.paging import paged
-from core.shared import shared_value
 from models_registry.models import Model
 from reports import figures, selectors
 
@@ -134,34 +131,9 @@ def model_cost(request, name: str):
 
 
 def release_cost_context(release) -> dict:
-    """Cost per 1k requests of baseline and candidate during the release and, once it
-    succeeded, since (the release page's Cost card). Computed at most
-    SWITCHYARD_HOME_CACHE_S ago, once for everyone watching the release (core/shared.py):
-    it reads the range's cost lines of the whole cluster, most of a cockpit view's work."""
-    key = f"console:release-cost:{release.pk}:{release.phase}"
-    rows = shared_value(
-        key, lambda: _release_cost_rows(release), fresh_s=settings.SWITCHYARD_HOME_CACHE_S
-    )
-    return {"release_cost": rows, "currency": settings.SWITCHYARD_CURRENCY}
-
-
-def _release_cost_rows(release) -> list[dict]:
-    now = timezone.now()
-    end = release.finished_at or now
-    periods = [("During the release", release.created_at, end)]
-    if release.phase == "SUCCEEDED" and release.finished_at:
-        periods.append(("Since promotion", release.finished_at, now))
-    rows = []
-    for label, since, until in periods:
-        costs = selectors.version_costs(
-            cluster_id=release.cluster_id, model=release.model.name, since=since, until=until
-        )
-        rows.append(
-            {
-                "label": label,
-                "baseline": costs.get(str(release.baseline.version)),
-                "candidate": costs.get(str(release.candidate.version)),
-            }
-        )
-    # JSON for the shared cache: Decimals as their text, rendered alike.
-    return json.loads(json.dumps(rows, cls=DjangoJSONEncoder))
+    """The release page's Cost card: baseline and candidate per 1k during the release and,
+    once it succeeded, since (reports/selectors.py `release_costs`, shared by every reader)."""
+    return {
+        "release_cost": selectors.release_costs(release),
+        "currency": settings.SWITCHYARD_CURRENCY,
+    }

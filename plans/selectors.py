@@ -1,9 +1,12 @@
 """Reading release plans: the list, one plan with its cells (wave x cluster), approvals and
 events."""
 
+from decimal import Decimal
+
 from django.db.models import QuerySet
 
 from plans.models import PlanRelease, ReleasePlan
+from reports.selectors import release_costs
 
 
 def plan_list(
@@ -88,3 +91,27 @@ def plan_followed(*, plan_id: int) -> tuple[str | None, list[int]]:
     ):
         ids.update(i for i in (release, revert) if i is not None)
     return phase, sorted(ids)
+
+
+def plan_costs(plan: ReleasePlan) -> dict:
+    """Per cluster with a release: baseline and candidate cost per 1k successful requests
+    during it (reports' release_costs); across them, each side's cost over its requests,
+    and the candidate's delta in percent (None until both sides have figures)."""
+    rows, totals = [], {"baseline": [Decimal(0), 0], "candidate": [Decimal(0), 0]}
+    cells = PlanRelease.objects.filter(plan=plan, release__isnull=False).select_related(
+        "cluster", "release__model", "release__baseline", "release__candidate"
+    )
+    for cell in cells:
+        during = release_costs(cell.release)[0]
+        rows.append({"cluster": cell.cluster.name, "release": cell.release, **during})
+        for side in ("baseline", "candidate"):
+            figures = during.get(side) or {}
+            if figures.get("cost") is not None:
+                totals[side][0] += Decimal(str(figures["cost"]))
+                totals[side][1] += int(figures.get("successes") or 0)
+    exact = {side: cost * 1000 / n if n else None for side, (cost, n) in totals.items()}
+    per_1k = {s: v.quantize(Decimal("0.0001")) if v is not None else None for s, v in exact.items()}
+    delta = None
+    if exact["baseline"] and exact["candidate"] is not None:
+        delta = ((exact["candidate"] / exact["baseline"] - 1) * 100).quantize(Decimal("0.1"))
+    return {"cost_rows": rows, "cost_per_1k": per_1k, "cost_delta_pct": delta}

@@ -8,6 +8,7 @@ the last complete minute.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,10 +16,12 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Sum
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
+from core.shared import shared_value
 from deployments.models import TritonCluster
 from deployments.temporary import COST_KINDS, SERVING, charged_to
 from models_registry.models import Model
@@ -554,3 +557,38 @@ def month_overview(
         ],
         "ghosts": ghost_rows[:top],
     }
+
+
+def release_costs(release) -> list[dict]:
+    """Cost per 1k successful requests of baseline and candidate during the release and,
+    once it succeeded, since: [{"label", "baseline", "candidate"}], each side
+    {"cost", "successes", "cost_per_1k"} as text, or None. Computed at most
+    SWITCHYARD_HOME_CACHE_S ago, once for everyone reading the release (core/shared.py): it
+    reads the range's cost lines of the whole cluster (a release page's Cost card, a plan's
+    costs)."""
+    key = f"reports:release-cost:{release.pk}:{release.phase}"
+    return shared_value(
+        key, lambda: _release_cost_rows(release), fresh_s=settings.SWITCHYARD_HOME_CACHE_S
+    )
+
+
+def _release_cost_rows(release) -> list[dict]:
+    now = timezone.now()
+    end = release.finished_at or now
+    periods = [("During the release", release.created_at, end)]
+    if release.phase == "SUCCEEDED" and release.finished_at:
+        periods.append(("Since promotion", release.finished_at, now))
+    rows = []
+    for label, since, until in periods:
+        costs = version_costs(
+            cluster_id=release.cluster_id, model=release.model.name, since=since, until=until
+        )
+        rows.append(
+            {
+                "label": label,
+                "baseline": costs.get(str(release.baseline.version)),
+                "candidate": costs.get(str(release.candidate.version)),
+            }
+        )
+    # JSON for the shared cache: Decimals as their text, rendered alike.
+    return json.loads(json.dumps(rows, cls=DjangoJSONEncoder))

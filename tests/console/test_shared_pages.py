@@ -94,7 +94,7 @@ def test_watchers_of_a_release_share_its_cost_card(world, client, settings):
     settings.SWITCHYARD_HOME_CACHE_S = 60
     release = release_create(cluster=world["cluster"], candidate=world["versions"][1],
                              actor=world["rita"])  # fmt: skip
-    key = f"console:release-cost:{release.pk}:{release.phase}"
+    key = f"reports:release-cost:{release.pk}:{release.phase}"
     cache.delete(key)
     try:
         client.login(username="rita", password="pw-rita")
