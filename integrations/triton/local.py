@@ -20,6 +20,8 @@ import contextlib
 import ctypes
 import http.client
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -170,6 +172,45 @@ def _shm_regions_of_group(pgid: int) -> set[str]:
     return found
 
 
+# Triton writes a model loaded by upload into a folder of its own under /tmp (this name, not
+# TMPDIR), removed when the model unloads or the server exits cleanly; a killed server
+# leaves it. Its python stubs name it on their command line.
+UPLOAD_FOLDER = re.compile(r"^/tmp/folder[A-Za-z0-9]{6}$")  # noqa: S108 - Triton's own names
+
+
+def _upload_folders_of_group(pgid: int) -> set[str]:
+    """The upload folders that processes of group `pgid` (a node's python stubs) use now."""
+    found: set[str] = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if os.getpgid(int(proc.name)) != pgid:
+                continue
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        for arg in args:
+            parts = arg.decode(errors="replace").split("/")
+            folder = "/".join(parts[:3])
+            if len(parts) > 3 and UPLOAD_FOLDER.match(folder):
+                found.add(folder)
+    return found
+
+
+def _remove_upload_folders(folders: set[str]) -> None:
+    """Remove the upload folders a killed node left in /tmp (a clean exit removes its own);
+    one that a live process still names is kept."""
+    if not folders:
+        return
+    in_use = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+            in_use.update(f for f in folders if f + "/" in cmdline)
+    for folder in folders - in_use:
+        if UPLOAD_FOLDER.match(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def _wait_group_gone(pgid: int, timeout_s: float = 5.0) -> None:
     """Wait until no process of group `pgid` is left (stubs die just after the server)."""
     deadline = time.monotonic() + timeout_s
@@ -265,6 +306,7 @@ class LocalNode:
         if proc is None:
             return
         regions = _shm_regions_of_group(proc.pid)
+        folders = _upload_folders_of_group(proc.pid)
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -279,6 +321,7 @@ class LocalNode:
             os.killpg(proc.pid, signal.SIGKILL)
         _wait_group_gone(proc.pid)
         _remove_unmapped(regions)
+        _remove_upload_folders(folders)  # a clean exit removed them: only a kill's are left
         self.process = None
 
 
@@ -301,11 +344,13 @@ class LocalCluster:
         """SIGKILL a node and its python stubs, as a crash would (for fault tests)."""
         if node.process is not None:
             regions = _shm_regions_of_group(node.process.pid)
+            folders = _upload_folders_of_group(node.process.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(node.process.pid, signal.SIGKILL)
             node.process.wait(timeout=10)
             _wait_group_gone(node.process.pid)
             _remove_unmapped(regions)
+            _remove_upload_folders(folders)
             node.process = None
 
     def restart(self, node: LocalNode, start_timeout_s: float = 60.0) -> None:

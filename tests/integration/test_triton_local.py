@@ -170,20 +170,25 @@ def test_stop_leaves_no_processes(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["stop", "kill"])
-def test_a_stopped_or_killed_node_leaves_no_shared_memory_behind(tmp_path, how):
-    """A python model's stub shares memory with the server through /dev/shm files; a killed
-    server (fault tests) or a stub ended by its group's signal never unlinks them."""
+def test_a_stopped_or_killed_node_leaves_no_shared_memory_or_upload_folder_behind(tmp_path, how):
+    """A python model's stub shares memory with the server through /dev/shm files, and a
+    model loaded by upload lives in a /tmp/folderXXXXXX of Triton's own; a killed server
+    (fault tests) or a stub ended by its group's signal never removes them."""
     cluster = start_cluster(1, tmp_path)
     node = cluster.nodes[0]
     try:
         _load(node, "risk_score", name=f"risk_score_shm_{how}", version=1)
         regions = local_module._shm_regions_of_group(node.process.pid)
         assert regions, "the loaded python model maps no shared memory"
+        folders = local_module._upload_folders_of_group(node.process.pid)
+        assert len(folders) == 1, folders  # the upload's folder, named by its stub
+        assert Path(next(iter(folders)), "1", "model.py").is_file()
         if how == "kill":
             cluster.kill(node)
     finally:
         cluster.stop()
     assert not [r for r in regions if Path(r).exists()]
+    assert not [f for f in folders if Path(f).exists()]
 
 
 def test_a_node_started_with_a_key_restricts_control_and_never_logs_the_key(tmp_path):
