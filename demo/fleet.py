@@ -10,12 +10,10 @@ the routers on base + 82 and base + 83 (the local router has + 80 and + 81).
 from django.db import transaction
 
 from accounts.errors import ApplicationError
-from demo.seed import demo_node_register
+from demo.seed import demo_cluster_ensure, demo_node_register
 from deployments.models import TritonCluster
 from deployments.services import (
     DeploymentError,
-    cluster_create,
-    cluster_update,
     deployment_create,
     serving_versions,
 )
@@ -42,38 +40,18 @@ def fleet_router_port(base_port: int, index: int) -> int:
     return base_port + 82 + index
 
 
-def _fleet_cluster(name: str, *, port: int, actor, key_ref: str) -> TritonCluster:
-    router = {"driver": "nginx", "listen": f"127.0.0.1:{port}", "url": f"http://127.0.0.1:{port}"}
-    cluster = TritonCluster.objects.filter(name=name).first()
-    if cluster is None:
-        return cluster_create(
-            actor=actor,
-            name=name,
-            environment="production",
-            push_mode="upload",
-            router=router,
-            metrics={"source": "scrape"},
-            gpu_type="CPU only",
-            node_hourly_cost="0.50",
-            api_key_ref=key_ref,
-        )
-    if cluster.router != router:  # ports changed since the last demo
-        cluster = cluster_update(cluster=cluster, actor=actor, router=router)
-    if cluster.api_key_ref != key_ref or cluster.api_key_ciphertext:
-        cluster = cluster_update(cluster=cluster, actor=actor, api_key_ref=key_ref)
-    return cluster
-
-
 def demo_fleet_register(*, base_port: int, nodes: int, actor, key_ref: str = "") -> list[str]:
     """The fleet's clusters and nodes with this run's ports, before their routers start."""
     lines = []
     for index, name in enumerate(FLEET_CLUSTERS):
         with transaction.atomic():  # the router starts once the cluster has its node
-            cluster = _fleet_cluster(
-                name, port=fleet_router_port(base_port, index), actor=actor, key_ref=key_ref
-            )
-            port = fleet_node_port(base_port, nodes, index)
-            lines.append(demo_node_register(cluster, name=f"{name}1", port=port, actor=actor))
+            port = fleet_router_port(base_port, index)
+            router = {"driver": "nginx", "listen": f"127.0.0.1:{port}",
+                      "url": f"http://127.0.0.1:{port}"}  # fmt: skip
+            cluster = demo_cluster_ensure(name=name, environment="production", router=router,
+                                          actor=actor, key_ref=key_ref)  # fmt: skip
+            node_port = fleet_node_port(base_port, nodes, index)
+            lines.append(demo_node_register(cluster, name=f"{name}1", port=node_port, actor=actor))
     return [line for line in lines if line]
 
 

@@ -137,12 +137,22 @@ def _demo_cluster(*, base_port: int, actor, key_ref: str) -> TritonCluster:
         "url": f"http://127.0.0.1:{base_port + 80}",
         "grpc_listen": f"127.0.0.1:{base_port + 81}",  # gRPC passed through, not split
     }
-    cluster = TritonCluster.objects.filter(name="local").first()
+    return demo_cluster_ensure(
+        name="local", environment="staging", router=router, actor=actor, key_ref=key_ref
+    )
+
+
+def demo_cluster_ensure(
+    *, name: str, environment: str, router: dict, actor, key_ref: str
+) -> TritonCluster:
+    """A demo cluster with this run's router address and node key reference, created (CPU
+    nodes at 0.50 an hour, files in the load request) or brought up to date."""
+    cluster = TritonCluster.objects.filter(name=name).first()
     if cluster is None:
         return cluster_create(
             actor=actor,
-            name="local",
-            environment="staging",
+            name=name,
+            environment=environment,
             push_mode="upload",
             router=router,
             metrics={"source": "scrape"},

@@ -30,3 +30,15 @@ def release_world(make_user, **cluster_fields) -> dict:
     serving_state_set(cluster=cluster, model=model, versions=[versions[0]])
     node_create(cluster=cluster, actor=rita, name="n1", http_url="http://127.0.0.1:9")
     return {"ada": ada, "rita": rita, "model": model, "versions": versions, "cluster": cluster}
+
+
+def release_world_with_staging(make_user) -> dict:
+    """release_world plus `staging` (v1 serving, one node never contacted, its router never
+    started) and remy, a second release manager."""
+    world = release_world(make_user)
+    staging = cluster_create(actor=world["rita"], name="staging", environment="staging",
+                             router={"driver": "nginx", "listen": "127.0.0.1:2"})  # fmt: skip
+    serving_state_set(cluster=staging, model=world["model"], versions=[world["versions"][0]])
+    node_create(cluster=staging, actor=world["rita"], name="s1", http_url="http://127.0.0.1:9")
+    world["remy"] = make_user("remy", role="release-managers")
+    return world

@@ -159,13 +159,6 @@
     });
   }
 
-  function setBadge(text, tone) {
-    var el = document.getElementById("ws-badge");
-    if (!el) return;
-    el.textContent = text;
-    el.className = "badge text-bg-" + tone;
-  }
-
   // Fetch the changing part again; at most one request in flight, one more queued.
   function refresher(box) {
     var busy = false, again = false;
@@ -182,37 +175,11 @@
   }
 
   function follow(box) {
-    var refresh = refresher(box), poll = null, delay = 1000, finished = false, opened = false;
-    box.dataset.updates = "0";
-    function connect() {
-      var proto = location.protocol === "https:" ? "wss://" : "ws://";
-      var ws = new WebSocket(proto + location.host + box.dataset.ws);
-      ws.onopen = function () {
-        delay = 1000;
-        if (poll) { clearInterval(poll); poll = null; }
-        setBadge("live", "success");
-        // After a reconnect, catch up on anything missed; the page itself is current on the
-        // first open (and the slow refresh below covers the moment in between).
-        if (opened) refresh();
-        opened = true;
-      };
-      ws.onmessage = function (e) {
-        var p = JSON.parse(e.data);
-        box.dataset.updates = String(parseInt(box.dataset.updates, 10) + 1);
-        refresh();
-        if (TERMINAL.indexOf(p.phase) >= 0) { finished = true; ws.close(); }
-      };
-      ws.onclose = function () {
-        if (finished) { setBadge("finished", "secondary"); return; }
-        setBadge("stale: reconnecting…", "warning");
-        if (!poll) poll = setInterval(refresh, 5000);
-        setTimeout(connect, delay);
-        delay = Math.min(delay * 2, 15000);
-      };
-    }
-    connect();
+    var refresh = refresher(box);
+    var finished = window.Switchyard.follow(box, refresh, function () { refresh(); },
+      function (p) { return TERMINAL.indexOf(p.phase) >= 0; });
     // The guard's samples change every tick without a websocket message: redraw now and then.
-    var slow = setInterval(function () { if (finished) clearInterval(slow); else refresh(); }, 5000);
+    var slow = setInterval(function () { if (finished()) clearInterval(slow); else refresh(); }, 5000);
   }
 
   document.addEventListener("submit", function (event) {

@@ -1,4 +1,5 @@
-// Console helpers: local times with UTC on hover, and a self-reconnecting websocket badge.
+// Console helpers: local times with UTC on hover, a self-reconnecting websocket badge, and
+// `Switchyard.follow` for live pages (the release cockpit, a plan's page).
 (function () {
   "use strict";
 
@@ -31,6 +32,50 @@
     }
     connect();
   }
+
+  function setBadge(text, tone) {
+    var el = document.getElementById("ws-badge");
+    if (!el) return;
+    el.textContent = text;
+    el.className = "badge text-bg-" + tone;
+  }
+
+  // Follow the socket at box.dataset.ws: each message goes to onMessage(payload), and one for
+  // which isFinal(payload) holds closes it ("finished"). While it is down the #ws-badge says
+  // so and refresh() runs every 5 s; after a reconnect refresh(true) catches up on what was
+  // missed (the page itself is current at the first open).
+  function follow(box, refresh, onMessage, isFinal) {
+    var poll = null, delay = 1000, finished = false, opened = false;
+    box.dataset.updates = "0";
+    function connect() {
+      var proto = location.protocol === "https:" ? "wss://" : "ws://";
+      var ws = new WebSocket(proto + location.host + box.dataset.ws);
+      ws.onopen = function () {
+        delay = 1000;
+        if (poll) { clearInterval(poll); poll = null; }
+        setBadge("live", "success");
+        if (opened) refresh(true);
+        opened = true;
+      };
+      ws.onmessage = function (e) {
+        var payload = JSON.parse(e.data);
+        box.dataset.updates = String(parseInt(box.dataset.updates, 10) + 1);
+        onMessage(payload);
+        if (isFinal(payload)) { finished = true; ws.close(); }
+      };
+      ws.onclose = function () {
+        if (finished) { setBadge("finished", "secondary"); return; }
+        setBadge("stale: reconnecting…", "warning");
+        if (!poll) poll = setInterval(refresh, 5000);
+        setTimeout(connect, delay);
+        delay = Math.min(delay * 2, 15000);
+      };
+    }
+    connect();
+    return function () { return finished; };
+  }
+
+  window.Switchyard = {localTimes: localTimes, setBadge: setBadge, follow: follow};
 
   // "next check in N s" wherever a page names an epoch second (the cockpit keeps its own).
   function countdowns() {

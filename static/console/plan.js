@@ -7,13 +7,6 @@
   "use strict";
   var TERMINAL = ["SUCCEEDED", "REFUSED", "ROLLED_BACK"];
 
-  function setBadge(text, tone) {
-    var el = document.getElementById("ws-badge");
-    if (!el) return;
-    el.textContent = text;
-    el.className = "badge text-bg-" + tone;
-  }
-
   function typing(box) {
     var el = document.activeElement;
     return el && box.contains(el) && el.closest("form") !== null;
@@ -23,7 +16,10 @@
     var next = new DOMParser().parseFromString(html, "text/html");
     next.querySelectorAll("[data-live-part][id]").forEach(function (part) {
       var here = document.getElementById(part.id);
-      if (here) here.replaceWith(document.importNode(part, true));
+      if (!here) return;
+      var fresh = document.importNode(part, true);
+      here.replaceWith(fresh);
+      window.Switchyard.localTimes(fresh);
     });
     box.dataset.refreshed = String(Number(box.dataset.refreshed || 0) + 1);
   }
@@ -49,33 +45,10 @@
   }
 
   function follow(box) {
-    var refresh = refresher(box), poll = null, delay = 1000, finished = false, opened = false;
-    box.dataset.updates = "0";
-    function connect() {
-      var proto = location.protocol === "https:" ? "wss://" : "ws://";
-      var ws = new WebSocket(proto + location.host + box.dataset.ws);
-      ws.onopen = function () {
-        delay = 1000;
-        if (poll) { clearInterval(poll); poll = null; }
-        setBadge("live", "success");
-        if (opened) refresh(true); // catch up on what changed while it was down
-        opened = true;
-      };
-      ws.onmessage = function (e) {
-        var p = JSON.parse(e.data);
-        box.dataset.updates = String(parseInt(box.dataset.updates, 10) + 1);
-        refresh(p.changed === "plan");
-        if (p.changed === "plan" && TERMINAL.indexOf(p.phase) >= 0) { finished = true; ws.close(); }
-      };
-      ws.onclose = function () {
-        if (finished) { setBadge("finished", "secondary"); return; }
-        setBadge("stale: reconnecting…", "warning");
-        if (!poll) poll = setInterval(refresh, 5000);
-        setTimeout(connect, delay);
-        delay = Math.min(delay * 2, 15000);
-      };
-    }
-    connect();
+    var refresh = refresher(box);
+    window.Switchyard.follow(box, refresh,
+      function (p) { refresh(p.changed === "plan"); },
+      function (p) { return p.changed === "plan" && TERMINAL.indexOf(p.phase) >= 0; });
   }
 
   document.addEventListener("DOMContentLoaded", function () {

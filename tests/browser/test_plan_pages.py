@@ -103,6 +103,10 @@ def test_the_plan_page_follows_the_plan_over_its_socket(daphne_server, page, pla
     page.wait_for_selector("[data-testid=plan-approvals]:has-text('approved by rita2')")
     events = page.locator("[data-testid=plan-events]").inner_text()
     assert "rita2 approved wave 2: from the API" in events
+    # Redrawn times are shown in the browser's zone like the rest (UTC on hover).
+    assert (
+        page.locator("[data-testid=plan-events] time").first.get_attribute("title").endswith("UTC")
+    )
     assert int(page.get_attribute("#plan-live", "data-updates")) > 0
     assert page.inner_text("[data-testid=plan-live-badge]") == "live"
     page.evaluate("document.getElementById('plan-cost').dataset.before = 'yes'")

@@ -6,9 +6,8 @@ from datetime import UTC, datetime
 import pytest
 
 from deployments.models import FreezeOverride, FreezeWindow
-from deployments.services import cluster_create, node_create, serving_state_set
 from plans.models import ReleasePlan
-from tests.release_setup import release_world
+from tests.release_setup import release_world_with_staging
 
 pytestmark = pytest.mark.django_db
 
@@ -16,13 +15,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def fleet(make_user, settings, tmp_path):
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
-    world = release_world(make_user)
-    staging = cluster_create(actor=world["rita"], name="staging", environment="staging",
-                             router={"driver": "nginx", "listen": "127.0.0.1:2"})  # fmt: skip
-    serving_state_set(cluster=staging, model=world["model"], versions=[world["versions"][0]])
-    node_create(cluster=staging, actor=world["rita"], name="s1", http_url="http://127.0.0.1:9")
-    world["remy"] = make_user("remy", role="release-managers")
-    return world
+    return release_world_with_staging(make_user)
 
 
 def _as(client, user):

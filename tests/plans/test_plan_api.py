@@ -4,11 +4,10 @@ who may approve a wave (four-eyes), and which action each phase takes."""
 import pytest
 
 from audit.models import AuditEvent
-from deployments.services import cluster_create, node_create, serving_state_set
 from plans.models import PlanApproval, PlanRelease, ReleasePlan
 from releases.models import Release
 from tests.clients import api_as
-from tests.release_setup import release_world
+from tests.release_setup import release_world_with_staging
 
 pytestmark = pytest.mark.django_db
 
@@ -18,13 +17,7 @@ def fleet(make_user, settings, tmp_path):
     """risk_score v1 serving on `prod` and `staging`, v2 registered; rita and remy are release
     managers, ada is in the algorithm team."""
     settings.SWITCHYARD_STORAGE_ROOT = tmp_path / "artifacts"
-    world = release_world(make_user)
-    staging = cluster_create(actor=world["rita"], name="staging", environment="staging",
-                             router={"driver": "nginx", "listen": "127.0.0.1:2"})  # fmt: skip
-    serving_state_set(cluster=staging, model=world["model"], versions=[world["versions"][0]])
-    node_create(cluster=staging, actor=world["rita"], name="s1", http_url="http://127.0.0.1:9")
-    world["remy"] = make_user("remy", role="release-managers")
-    return world
+    return release_world_with_staging(make_user)
 
 
 def _plan(**extra) -> dict:
