@@ -183,12 +183,57 @@ def _memory_picture(top: int = 8) -> str:
 # ---------------------------------------------------------------- Celery
 
 
+def drop_queues(queue: str) -> None:
+    """Delete the lanes' queues of `queue`, their bindings, and unacked messages routed to them
+    (a SIGKILLed worker leaves its message unacked; nothing may run it later)."""
+    import json
+
+    import redis
+
+    from controlplane.queues import all_queues
+
+    names = all_queues(queue)
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        for name in names:
+            client.delete(name, f"_kombu.binding.{name}", f"_kombu.binding_permanent.{name}")
+        for tag, raw in client.hgetall("unacked").items():
+            try:
+                _, exchange, routing_key = json.loads(raw)
+            except (ValueError, TypeError):
+                continue
+            if exchange in names or routing_key in names:
+                client.hdel("unacked", tag)
+                client.zrem("unacked_index", tag)
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_queues_dropped():
+    """Tasks the code under test queued on the session's own queues with no worker serving
+    them (a CLI test's plan tick, say) go with the session, as do their bindings."""
+    yield
+    import redis
+
+    with contextlib.suppress(redis.RedisError):  # Redis away (a fault test stopped it)
+        drop_queues(settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
 class WorkerHandle:
-    def __init__(self, proc: subprocess.Popen, queue: str, hostname: str, log: Path):
+    """A worker process; one started on a queue of its own (`owns_queue`) drops that queue
+    and its bindings from Redis when stopped."""
+
+    def __init__(
+        self, proc: subprocess.Popen, queue: str, hostname: str, log: Path, owns_queue: bool
+    ):
         self.proc, self.queue, self.hostname, self.log = proc, queue, hostname, log
+        self.owns_queue = owns_queue
 
     def stop(self) -> None:
         stop_process(self.proc)
+        if self.owns_queue:
+            drop_queues(self.queue)
 
 
 def start_celery_worker(
@@ -205,6 +250,7 @@ def start_celery_worker(
     from controlplane.celery import app
     from controlplane.queues import all_queues
 
+    owns_queue = queue is None
     queue = queue or f"test-{uuid.uuid4().hex[:10]}"
     hostname = f"{uuid.uuid4().hex[:6]}-{queue}@localhost"
     args = [
@@ -235,7 +281,7 @@ def start_celery_worker(
         proc = subprocess.Popen(
             args, cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT
         )
-    handle = WorkerHandle(proc, queue, hostname, log)
+    handle = WorkerHandle(proc, queue, hostname, log, owns_queue)
     try:
         wait_for(
             lambda: app.control.ping(destination=[hostname], timeout=0.5),
@@ -265,7 +311,6 @@ def lanes(django_db_setup, tmp_path_factory):
     """A worker per lane for the whole session, on a base queue of its own (tests/ticking.py):
     release ticks and the loads they start run there as in production. Its artifacts live in
     one session folder (`lanes.storage`; content-addressed, so tests share it safely)."""
-    from tests.faults.conftest import drop_queues
     from tests.ticking import Lanes
 
     root = tmp_path_factory.mktemp("lanes")

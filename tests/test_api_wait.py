@@ -19,7 +19,13 @@ from deployments.services import cluster_create, node_create
 from integrations.triton.local import start_cluster
 from models_registry.services import model_create, team_create
 from tests.cli.test_cli_flow import _start_daphne
-from tests.conftest import session_node_key, start_celery_worker, stop_process, wait_for
+from tests.conftest import (
+    drop_queues,
+    session_node_key,
+    start_celery_worker,
+    stop_process,
+    wait_for,
+)
 from tests.deployments.test_push import _register
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
@@ -114,6 +120,7 @@ def deployment_world(node, settings, tmp_path, make_user):
         yield {"url": url, "token": body["token"], "proc": proc, "queue": queue, "tmp": tmp_path}
     finally:
         stop_process(proc)
+        drop_queues(queue)
 
 
 def test_more_waiters_than_threads_park_for_free_and_wake_when_the_deployment_ends(

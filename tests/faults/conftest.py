@@ -5,13 +5,11 @@ import io
 import uuid
 
 import pytest
-from django.conf import settings
 
-from controlplane.queues import all_queues
 from deployments.services import cluster_create, node_create
 from integrations.triton.local import start_cluster
 from models_registry.services import model_create, model_version_register, team_create
-from tests.conftest import session_node_key
+from tests.conftest import drop_queues, session_node_key
 from tests.registry.archives import example_entries, tar_gz
 
 # A python model whose load takes this long (its initialize() sleeps): long enough to kill a
@@ -88,30 +86,6 @@ def fault_queue():
     finally:
         app.conf.task_default_queue = before
         drop_queues(queue)
-
-
-def drop_queues(queue: str) -> None:
-    """Delete the lanes' queues of `queue`, their bindings, and unacked messages routed to them
-    (a SIGKILLed worker leaves its message unacked; nothing may run it later)."""
-    import json
-
-    import redis
-
-    names = all_queues(queue)
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    try:
-        for name in names:
-            client.delete(name, f"_kombu.binding.{name}", f"_kombu.binding_permanent.{name}")
-        for tag, raw in client.hgetall("unacked").items():
-            try:
-                _, exchange, routing_key = json.loads(raw)
-            except (ValueError, TypeError):
-                continue
-            if exchange in names or routing_key in names:
-                client.hdel("unacked", tag)
-                client.zrem("unacked_index", tag)
-    finally:
-        client.close()
 
 
 def new_model(world, name: str):

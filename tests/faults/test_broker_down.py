@@ -17,7 +17,7 @@ from deployments.sweep import deployments_unqueued_sweep
 from integrations.triton.local import free_ports
 from models_registry.services import model_create, team_create
 from tests.cli.test_cli_flow import _start_daphne
-from tests.conftest import start_celery_worker, stop_process, wait_for
+from tests.conftest import drop_queues, start_celery_worker, stop_process, wait_for
 from tests.deployments.test_push import _register
 from tests.test_api_wait import _call, node  # noqa: F401 - fixture
 
@@ -87,6 +87,7 @@ def test_a_push_asked_for_while_the_broker_is_down_runs_once_it_is_back(
     finally:
         app.conf.task_default_queue = default_queue
         worker.stop()
+        drop_queues(queue)
     deployment.refresh_from_db()
     assert deployment.status == "succeeded", deployment.error
     assert deployment.unqueued_since is None

@@ -13,8 +13,7 @@ from deployments.reconcile import cluster_reconcile
 from releases import routing
 from releases.models import Release
 from releases.services import release_create
-from tests.conftest import session_node_key
-from tests.faults.conftest import drop_queues
+from tests.conftest import drop_queues, session_node_key
 from tests.releases.test_release_flow import (
     Traffic,
     _loaded,

@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from controlplane.queues import RELEASES, lane_queue
-from tests.conftest import start_celery_worker
+from tests.conftest import drop_queues, start_celery_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,6 +22,7 @@ def base_queue():
         yield queue
     finally:
         app.conf.task_default_queue = before
+        drop_queues(queue)
 
 
 def test_healthz_is_ok_with_a_worker_and_unhealthy_once_it_stops(
