@@ -29,6 +29,7 @@ from integrations.paths import PathError, SafeDir, is_plain_name
 from integrations.triton.client import TritonClient
 from integrations.triton.errors import PermanentTritonError, TritonError
 from integrations.triton.inputs import generate_inputs
+from integrations.triton.memory import load_refusal, node_memory
 from integrations.triton.model_config import add_native_warmup, config_for_serving
 from models_registry.models import ModelVersion
 from models_registry.storage import CHUNK, blob_open, manifest_digest
@@ -56,6 +57,8 @@ class LoadPlan:
     # The native warm-up's input files by model-dir path ("warmup/<file>"); in upload mode
     # they are also in `files`, in filesystem mode materialize() writes them.
     warmup_files: dict[str, bytes] = field(default_factory=dict)
+    # Bytes of each version's files: what a node must at least find free to load it.
+    sizes: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -161,6 +164,7 @@ def build_plan(
         files=files,
         push_id=push_id,
         warmup_files=warmup_files,
+        sizes={v.version: sum(int(e.get("size") or 0) for e in v.files()) for v in versions},
     )
 
 
@@ -323,6 +327,20 @@ def plan_load(
         logger.info("%s: Triton answered %r, yet its versions are READY", name, str(exc))
 
 
+def _memory_refusal(node, client, plan: LoadPlan) -> str | None:
+    """Why the node must not load the plan's new versions now: its free memory (Triton's
+    gauges) less their files would go under SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES. A second
+    copy beside a serving one (a release's candidate) is what this keeps from taking a
+    serving node down; versions already loaded there cost nothing more."""
+    loaded = client.loaded_models().get(plan.model, set())
+    need = sum(size for version, size in plan.sizes.items() if str(version) not in loaded)
+    if not need:
+        return None
+    reading = node_memory(node.http_url, node.metrics_url)
+    reserve = settings.SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES
+    return load_refusal(reading, need_bytes=need, reserve_bytes=reserve)
+
+
 @memory_watched("load")
 def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutcome:
     """Load the plan, wait until every version is READY, warm up one version; never raises.
@@ -331,6 +349,9 @@ def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutc
     """
     try:
         with client_for(node) as client:
+            refusal = _memory_refusal(node, client, plan)
+            if refusal:
+                return NodeOutcome(False, error=refusal)
             before = _ready_successes(client, plan.model) if plan.warmup_files else {}
             start = time.perf_counter()
             plan_load(client, plan)

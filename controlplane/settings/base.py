@@ -432,6 +432,12 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # synchronous; a python model loads in ~0.1-1.5 s, a large one far longer).
 SWITCHYARD_TRITON_TIMEOUT_S = env.float("SWITCHYARD_TRITON_TIMEOUT_S", default=5.0)
 SWITCHYARD_TRITON_LOAD_TIMEOUT_S = env.float("SWITCHYARD_TRITON_LOAD_TIMEOUT_S", default=120.0)
+# A load starts on a node only if the node's free memory (Triton's gauges) less the new
+# versions' files leaves at least this much free (deployments/push.py): a second copy beside
+# a serving one must not take the node down.
+SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES = env.int(
+    "SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES", default=256 * 1024 * 1024
+)
 # Restricted APIs (docs/operations.md, "Node keys"): control calls to a node carry its
 # cluster's key in this header (lower-case: gRPC metadata keys are). A cluster without a key
 # of its own uses SWITCHYARD_TRITON_DEFAULT_KEY_REF ("env:NAME" / "file:/path"; empty: none).

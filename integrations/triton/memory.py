@@ -20,7 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-_GAUGES = {"nv_cpu_memory_used_bytes": "host", "nv_gpu_memory_used_bytes": "gpu"}
+_GAUGES = {
+    "nv_cpu_memory_used_bytes": "host",
+    "nv_cpu_memory_total_bytes": "host_total",
+    "nv_gpu_memory_used_bytes": "gpu",
+}
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 _PIDS: dict[int, int] = {}  # HTTP port -> pid of the local tritonserver serving it
 
@@ -31,6 +35,31 @@ class NodeMemory:
     gpu_bytes: int | None = None
     rss_bytes: int | None = None
     shm_bytes: int | None = None
+    host_total_bytes: int | None = None
+
+    @property
+    def host_free_bytes(self) -> int | None:
+        """The host's memory Triton reports not used (None when either gauge is missing)."""
+        if self.host_total_bytes is None or self.host_bytes is None:
+            return None
+        return max(0, self.host_total_bytes - self.host_bytes)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def load_refusal(memory: NodeMemory, *, need_bytes: int, reserve_bytes: int) -> str | None:
+    """Why a load of `need_bytes` (the new versions' files: a lower bound of what they take in
+    memory) must not start on a node with this memory, keeping `reserve_bytes` free; None
+    when it fits, or when the node does not report its memory (nothing to judge by)."""
+    free = memory.host_free_bytes
+    if free is None or free - need_bytes >= reserve_bytes:
+        return None
+    return (
+        f"not enough memory: {_mib(free)} free, the load needs at least {_mib(need_bytes)} "
+        f"(its files) and {_mib(reserve_bytes)} stays free (SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES)"
+    )
 
 
 def gauges_from_text(text: str) -> dict[str, int]:
@@ -119,6 +148,7 @@ def node_memory(http_url: str, metrics_url: str | None, *, timeout_s: float = 2.
     pid = local_server_pid(http_url)
     return NodeMemory(
         host_bytes=gauges.get("host"),
+        host_total_bytes=gauges.get("host_total"),
         gpu_bytes=gauges.get("gpu"),
         rss_bytes=rss_bytes(pid) if pid else None,
         shm_bytes=shared_memory_bytes() if pid else None,

@@ -571,3 +571,27 @@ def test_removing_a_node_keeps_its_history_and_waits_for_running_deployments(wor
     assert _loaded(world["fleet"].nodes[2], "risk_shrink") == {"1"}
     with keyed_client(world["fleet"].nodes[2]) as c:
         c.unload("risk_shrink")
+
+
+def test_a_load_that_would_leave_a_node_short_of_memory_is_refused_with_the_numbers(
+    world, settings
+):
+    """Triton's own memory gauges against the version's files and the reserve: with a reserve
+    no node has, the deployment fails on every node before any load and names the figures;
+    with the default one the same version loads."""
+    model = model_create(name="risk_mem", team="fraud", actor=world["ada"])
+    version = register_risk_score_as(model, world["ada"], 1)
+    cluster = _cluster(world, name="mem")
+    settings.SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES = 2**50  # a PiB kept free: nobody has it
+    refused = _deploy(cluster, version, world["rita"])
+    assert refused.status == "failed", refused.error
+    assert "not enough memory:" in refused.error and "GiB free" in refused.error
+    assert "stays free (SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES)" in refused.error
+    for node in world["fleet"].nodes:
+        assert _loaded(node, "risk_mem") == set()  # nothing was loaded anywhere
+    settings.SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES = 256 * 2**20
+    done = _deploy(cluster, version, world["rita"])
+    assert done.status == "succeeded", done.error
+    for node in world["fleet"].nodes:
+        assert _loaded(node, "risk_mem") == {"1"}
+    pushed(deployment_create(cluster=cluster, version=None, model=model, actor=world["rita"]))
