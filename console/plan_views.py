@@ -1,6 +1,7 @@
 """Release plan pages: the list, and a plan as a grid of waves x clusters with its approvals,
 events, cost per 1k of baseline and candidate on each cluster, and the one stop."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -103,6 +104,12 @@ def _plan_or_404(plan_id: int):
     return plan
 
 
+def _other(is_author: bool) -> bool:
+    """Whether a decision form is offered: to release managers other than the author, or to
+    the author too where SWITCHYARD_PLAN_SELF_APPROVAL lifts four-eyes (as the service does)."""
+    return not is_author or settings.SWITCHYARD_PLAN_SELF_APPROVAL
+
+
 def _grid_context(request, plan) -> dict:
     phase = Phase(plan.phase)
     author = plan.created_by_id == request.user.pk
@@ -112,7 +119,7 @@ def _grid_context(request, plan) -> dict:
         "waves": selectors.plan_waves(plan),
         "waiting_for": PLAN.waiting_for(plan),
         "can_act": _can_act(request.user) and not plan.pending_action,
-        "can_decide": _can_act(request.user) and phase in ACTIONS["approve"] and not author,
+        "can_decide": _can_act(request.user) and phase in ACTIONS["approve"] and _other(author),
         "is_author": author,
         "actions": actions,
     }
@@ -171,7 +178,7 @@ def _link_context(request, plan, wave: int) -> dict:
         "wave_number": wave + 1,
         "waiting": waiting,
         "is_author": author,
-        "can_decide": waiting and _can_act(request.user) and not author,
+        "can_decide": waiting and _can_act(request.user) and _other(author),
         "token": request.GET.get("token") or request.POST.get("token", ""),
     }
 

@@ -116,3 +116,12 @@ def test_a_link_to_a_wave_that_no_longer_waits_approves_nothing(waiting, client)
                          follow=True)  # fmt: skip
     assert "Cannot approve wave 1: the plan is at wave 2 now." in answer.content.decode()
     assert PlanApproval.objects.count() == 0
+
+
+def test_where_self_approval_is_allowed_the_author_gets_the_form(waiting, client, settings):
+    settings.SWITCHYARD_PLAN_SELF_APPROVAL = True
+    plan = waiting["plan"]
+    client.force_login(waiting["rita"])
+    assert 'data-testid="plan-decide"' in client.get(f"/plans/{plan.pk}/").content.decode()
+    path = _link(plan).removeprefix(CONSOLE)
+    assert 'data-testid="approve-link-form"' in client.get(path).content.decode()
