@@ -185,6 +185,12 @@ def _apply(plan: ReleasePlan, cells: list[PlanRelease], decision: Decision) -> N
             _revert(plan, cells, actor)
 
 
+def _row(plan: ReleasePlan) -> tuple:
+    """What a tick may change on the plan's row."""
+    return (plan.phase, plan.wave_index, plan.baked_from, plan.reason, plan.pending_action,
+            plan.finished_at)  # fmt: skip
+
+
 def plan_tick(*, plan_id: int) -> ReleasePlan | None:
     """One tick; None when another tick holds the plan or it does not exist."""
     with transaction.atomic():
@@ -203,13 +209,15 @@ def plan_tick(*, plan_id: int) -> ReleasePlan | None:
         )
         decision = decide(state_of(plan), _observe(plan, cells, time.time()))
         before, wave_before = plan.phase, plan.wave_index
+        was = _row(plan)
         plan.phase, plan.wave_index = decision.phase.value, decision.wave_index
         plan.baked_from, plan.reason = decision.baked_from, decision.reason
         _apply(plan, cells, decision)
         plan.pending_action = None  # taken, or no longer fitting the phase: dropped either way
         if Phase(plan.phase) in TERMINAL:
             plan.finished_at = timezone.now()
-        plan.save()
+        if _row(plan) != was:  # a quiet tick writes nothing, so its watchers hear nothing
+            plan.save()
         if decision.event or plan.phase != before:
             plan_event(plan, kind="phase", message=decision.event or f"{before} -> {plan.phase}")
         if plan.phase != before or decision.wave_index != wave_before:

@@ -125,3 +125,13 @@ def test_where_self_approval_is_allowed_the_author_gets_the_form(waiting, client
     assert 'data-testid="plan-decide"' in client.get(f"/plans/{plan.pk}/").content.decode()
     path = _link(plan).removeprefix(CONSOLE)
     assert 'data-testid="approve-link-form"' in client.get(path).content.decode()
+
+
+def test_a_quiet_tick_writes_nothing_so_the_plans_watchers_hear_nothing(waiting):
+    """Beat ticks a waiting plan every second: its row (and so its socket, plans/apps.py)
+    changes only when something did."""
+    plan = waiting["plan"]
+    stamp = ReleasePlan.objects.get(pk=plan.pk).updated_at
+    for _ in range(3):
+        assert plan_tick(plan_id=plan.pk).phase == "WAITING_APPROVAL"
+    assert ReleasePlan.objects.get(pk=plan.pk).updated_at == stamp
