@@ -3,6 +3,7 @@ back, promote) for its next tick. The tick itself is releases/tick.py."""
 
 import time
 
+from django.conf import settings
 from django.db import transaction
 
 from accounts.errors import ApplicationError
@@ -16,6 +17,7 @@ from deployments.services import (
     serving_owner_set,
     serving_versions,
 )
+from integrations.triton.memory import load_refusal
 from models_registry.models import Model
 from models_registry.sla import sla_warning
 from releases import events
@@ -34,6 +36,7 @@ from releases.selectors import routed_rate, unrouted_recent
 from releases.state_machine import ACTIONS, TERMINAL, Phase, State
 from releases.unrouted import exceeds, percent
 from releases.warnings import TrafficPlan, traffic_warning
+from telemetry.selectors import node_memory_recent
 
 
 class ReleaseError(ApplicationError):
@@ -106,6 +109,7 @@ def release_create(
         sticky=sticky_header,
     )
     baseline = _baseline_checked(cluster, candidate, strategy, require_benchmark)
+    _refuse_if_short_of_memory(cluster, candidate, baseline)
     if check_freeze:
         _refuse_if_frozen(cluster)
     release = Release(
@@ -226,6 +230,33 @@ def _record(release: Release, *, actor, dry_run: bool) -> None:
             raise ReleaseError(exc.message, status=409) from None
         if not dry_run:
             _start(release, actor=actor)
+
+
+# How recent a node's memory reading must be to judge a release start by (the collector's
+# buffer; a node without one is judged again at the load, deployments/push.py).
+MEMORY_READING_S = 60.0
+
+
+def _refuse_if_short_of_memory(cluster, candidate, baseline) -> None:
+    """409 naming each node whose last reported free memory less the candidate's files would
+    leave under SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES: the candidate loads beside the
+    baseline, and a second copy must not take a serving node down. Read from the collector's
+    recent points, so no node is called here."""
+    need = sum(int(entry.get("size") or 0) for entry in candidate.files())
+    reserve = settings.SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES
+    readings = node_memory_recent(cluster=cluster.name, since=time.time() - MEMORY_READING_S)
+    short = [
+        f"{node}: {why}"
+        for node, reading in sorted(readings.items())
+        if (why := load_refusal(reading, need_bytes=need, reserve_bytes=reserve))
+    ]
+    if short:
+        raise ReleaseError(
+            f"v{candidate.version} does not fit beside v{baseline.version} on {cluster.name}: "
+            + "; ".join(short),
+            field="candidate_version",
+            status=409,
+        )
 
 
 def _baseline_for(cluster, candidate, *, strategy: str):

@@ -13,6 +13,7 @@ from django.conf import settings
 from deployments.models import TritonCluster, TritonNode
 from deployments.validation import cluster_metrics, node_urls_check
 from integrations.metrics_source import MetricsSettings, MetricsSettingsError
+from integrations.triton.memory import NodeMemory
 from telemetry import events, recent, resolution, series, status
 from telemetry.collector import Target
 
@@ -177,3 +178,16 @@ def live_empty_reasons(*, history: dict, now: float, what: str) -> dict:
         else:
             reasons["traffic"] = no_traffic
     return reasons
+
+
+def node_memory_recent(*, cluster: str, since: float) -> dict[str, NodeMemory]:
+    """Each node's last reported host memory since `since` (epoch s), from the collector's
+    recent buffer (no node is called): {node name: NodeMemory}; a node with no reading of
+    both gauges in the window is absent."""
+    latest: dict[str, NodeMemory] = {}
+    for point in recent.recent_points(group=events.cluster_group(cluster), since=since):
+        used, total = point.get("mem_used"), point.get("mem_total")
+        if point.get("type") != "node" or point.get("stale") or not used or not total:
+            continue
+        latest[point["node"]] = NodeMemory(host_bytes=int(used), host_total_bytes=int(total))
+    return latest
