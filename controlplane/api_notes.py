@@ -113,7 +113,10 @@ OPERATION_NOTES = {
     "blue/green, analysis thresholds, manual gates, sticky header): 201 with the release. The "
     "release records the model's SLA it starts with; 409 naming the active release while one "
     'runs for the model on that cluster. `"dry_run": true` runs every check and starts '
-    "nothing (200 with the plan, or the refusal a real start would get). "
+    "nothing (200 with the plan, or the refusal a real start would get). 409 on "
+    "`candidate_version` naming each node and its figures when the collector's last reading "
+    "of a node's memory says the candidate would not fit beside the baseline "
+    "(SWITCHYARD_LOAD_MEMORY_RESERVE_BYTES kept free). "
     "Triton serves baseline and candidate under one config, so a candidate whose parsed "
     "config differs from the baseline's (name, `version_policy` aside) is a 400 on "
     "`candidate_version`: a summary, then one entry per field with both values; a "
