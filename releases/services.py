@@ -109,7 +109,6 @@ def release_create(
         sticky=sticky_header,
     )
     baseline = _baseline_checked(cluster, candidate, strategy, require_benchmark)
-    _refuse_if_short_of_memory(cluster, candidate, baseline)
     if check_freeze:
         _refuse_if_frozen(cluster)
     release = Release(
@@ -167,7 +166,7 @@ def _start_warnings(release: Release) -> list[str]:
 
 def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool | None):
     """What serves now, once the candidate may replace it: the same config (400 naming the
-    fields) and, where required, a passed benchmark."""
+    fields), where required a passed benchmark, and room for it beside the baseline."""
     if reason := backend_refusal(cluster, [candidate]):
         raise ReleaseError(reason + ".", field="candidate_version")
     baseline = _baseline_for(cluster, candidate, strategy=strategy)
@@ -178,6 +177,7 @@ def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool
         benchmark_gate_check(version=candidate, required=required)
     except BenchmarkGateError as exc:
         raise ReleaseError(str(exc) + ".", field="candidate_version") from None
+    _refuse_if_short_of_memory(cluster, candidate, baseline)
     return baseline
 
 
