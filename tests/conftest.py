@@ -212,12 +212,28 @@ def drop_queues(queue: str) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def _session_queues_dropped():
     """Tasks the code under test queued on the session's own queues with no worker serving
-    them (a CLI test's plan tick, say) go with the session, as do their bindings."""
+    them (a CLI test's plan tick, say) go with the session, as do their bindings and the
+    keys under the session's prefix."""
     yield
     import redis
 
     with contextlib.suppress(redis.RedisError):  # Redis away (a fault test stopped it)
         drop_queues(settings.CELERY_TASK_DEFAULT_QUEUE)
+        # And every key under the session's own prefix (the collector's status among them).
+        drop_prefixed(os.environ["SWITCHYARD_TEST_CACHE_PREFIX"])
+
+
+def drop_prefixed(prefix: str) -> None:
+    """Delete every key under `prefix:` in the tests' Redis database."""
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    try:
+        keys = list(client.scan_iter(f"{prefix}:*", count=1000))
+        for start in range(0, len(keys), 1000):
+            client.delete(*keys[start : start + 1000])
+    finally:
+        client.close()
 
 
 class WorkerHandle:

@@ -25,7 +25,7 @@ from models_registry.models import ModelVersion
 from plans.models import ReleasePlan
 from reports.selectors import ghosts
 from telemetry.models import Rollup
-from tests.conftest import ROOT, child_environment, wait_for
+from tests.conftest import ROOT, child_environment, drop_prefixed, drop_queues, wait_for
 
 PROCESSES = (
     "triton",
@@ -226,6 +226,8 @@ def test_make_demo_is_quiet_logs_to_files_and_stops_everything(transactional_db,
             if proc.poll() is None:
                 proc.kill()
             reader.join(timeout=10)
+            drop_queues(tag)  # the demo's lanes and their bindings, and its keys
+            drop_prefixed(tag)
     assert proc.returncode == 0 and lines[-1] == "demo stopped.", lines[-5:]
     wait_for(
         lambda: not (running & set(_process_table())), timeout_s=20, what="every process stopped"
