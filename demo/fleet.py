@@ -10,11 +10,9 @@ the routers on base + 82 and base + 83 (the local router has + 80 and + 81).
 from django.db import transaction
 
 from accounts.errors import ApplicationError
-from demo.seed import demo_cluster_ensure, demo_node_register
+from demo.seed import demo_cluster_ensure, demo_deploy_once, demo_node_register
 from deployments.models import TritonCluster
 from deployments.services import (
-    DeploymentError,
-    deployment_create,
     serving_versions,
 )
 from models_registry.models import Model, ModelVersion
@@ -60,16 +58,9 @@ def demo_fleet_deploy(*, actor) -> list[str]:
     v1 = ModelVersion.objects.filter(model__name=FLEET_MODEL, version=1).first()
     if v1 is None:
         return [f"fleet: {FLEET_MODEL} v1 is not registered"]
-    lines = []
-    for cluster in TritonCluster.objects.filter(name__in=FLEET_CLUSTERS).order_by("name"):
-        if serving_versions(cluster=cluster, model=v1.model):
-            continue
-        try:
-            deployment_create(cluster=cluster, version=v1, actor=actor)
-            lines.append(f"deploying {FLEET_MODEL} v1 on {cluster.name}")
-        except DeploymentError as exc:
-            lines.append(f"not deployed on {cluster.name}: {exc.message}")
-    return lines
+    clusters = TritonCluster.objects.filter(name__in=FLEET_CLUSTERS).order_by("name")
+    lines = [demo_deploy_once(cluster, v1, actor=actor) for cluster in clusters]
+    return [line for line in lines if line]
 
 
 def demo_fleet_serving() -> bool:

@@ -247,6 +247,18 @@ def demo_cluster_seed(*, base_port: int, nodes: int = 2, key_ref: str = "") -> l
     return lines + demo_smoke_cluster_register(port=smoke_port, actor=admin, key_ref=key_ref)
 
 
+def demo_deploy_once(cluster: TritonCluster, version, *, actor) -> str:
+    """Deploy `version` where nothing of its model serves yet; what was done, as a line for
+    the terminal ('' when it serves already)."""
+    if serving_versions(cluster=cluster, model=version.model):
+        return ""
+    try:
+        deployment_create(cluster=cluster, version=version, actor=actor)
+    except DeploymentError as exc:
+        return f"not deployed on {cluster.name}: {exc.message}"
+    return f"deploying {version.model.name} v{version.version} on {cluster.name}"
+
+
 def demo_seed(*, base_port: int, nodes: int = 2, key_ref: str = "") -> list[str]:
     """Cluster, example models and first deployments for `make demo`; safe to run again."""
     admin = get_user_model().objects.get(username="admin")
@@ -261,12 +273,6 @@ def demo_seed(*, base_port: int, nodes: int = 2, key_ref: str = "") -> list[str]
         name = version.model.name
         if name in steps or name in DEMO_NOT_SERVED:
             continue
-        if serving_versions(cluster=cluster, model=version.model):
-            continue
-        try:
-            deployment_create(cluster=cluster, version=version, actor=admin)
-            lines.append(f"deploying {version.model.name} v{version.version} on {cluster.name}")
-        except DeploymentError as exc:
-            lines.append(f"not deployed: {exc.message}")
+        lines.append(demo_deploy_once(cluster, version, actor=admin))
     lines += demo_benchmark_seed(cluster_name=SMOKE_CLUSTER, actor=admin)
-    return lines + demo_ghost_seed(cluster=cluster, actor=admin)
+    return [line for line in lines if line] + demo_ghost_seed(cluster=cluster, actor=admin)
