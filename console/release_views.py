@@ -249,6 +249,7 @@ def release_detail(request, release_id):
     context = {**_cockpit_context(request, release), **release_cost_context(release)}
     context["settings_rows"] = selectors.release_settings_rows(release)
     context["no_router_notice"] = selectors.release_no_router_notice(release)
+    context["config_changes"] = selectors.release_config_changes(release)
     return render(request, "console/releases/cockpit.html", context)
 
 

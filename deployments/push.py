@@ -108,7 +108,7 @@ def _verified_bytes(entry: dict, blobs: dict[str, bytes] | None = None) -> bytes
 
 
 def _serving_config(
-    versions: Sequence[ModelVersion], push_id: str
+    versions: Sequence[ModelVersion], push_id: str, name: str = ""
 ) -> tuple[str, dict, dict[str, bytes]]:
     """(config JSON to load, the config as a dict, the native warm-up's files).
 
@@ -122,7 +122,7 @@ def _serving_config(
     newest = max(versions, key=lambda v: v.version)
     config = model_config_pb2.ModelConfig()
     json_format.ParseDict(newest.config_json, config)
-    config.name = newest.model.name
+    config.name = name or newest.model.name
     config_dict = json_format.MessageToDict(config, preserving_proto_field_name=True)
     try:
         sample = warmup_inputs(config_dict)
@@ -134,16 +134,22 @@ def _serving_config(
 
 
 def build_plan(
-    versions: Sequence[ModelVersion], *, upload: bool, blobs: dict[str, bytes] | None = None
+    versions: Sequence[ModelVersion],
+    *,
+    upload: bool,
+    blobs: dict[str, bytes] | None = None,
+    name: str = "",
 ) -> LoadPlan:
     """The load for exactly these versions; every stored file is re-hashed first.
 
     Plans of one push may share `blobs` (sha256 -> verified bytes): a file re-hashed for one
-    of them is not read again for the next (e.g. the retire after the staged load).
+    of them is not read again for the next (e.g. the retire after the staged load). `name`
+    serves them under another model name (a config canary's sibling,
+    deployments/temporary.py), with the newest version's config as its own.
     """
     versions = sorted(versions, key=lambda v: v.version)
     push_id = push_id_for(versions)
-    config_json, config_dict, warmup_files = _serving_config(versions, push_id)
+    config_json, config_dict, warmup_files = _serving_config(versions, push_id, name)
     files: dict[str, bytes] | None = dict(warmup_files) if upload else None
     for version in versions:
         if manifest_digest(version.manifest) != version.digest:
@@ -157,7 +163,7 @@ def build_plan(
             # it: the digest marker the filesystem mode writes there too.
             files[f"{version.version}/.switchyard-digest"] = version.digest.encode()
     return LoadPlan(
-        model=versions[0].model.name,
+        model=name or versions[0].model.name,
         versions=[v.version for v in versions],
         config_json=config_json,
         config_dict=config_dict,

@@ -28,17 +28,21 @@ class LoadFailed(Exception):
 
 
 def serving_plan(
-    cluster: TritonCluster, versions: Sequence[ModelVersion], *, blobs: dict | None = None
+    cluster: TritonCluster,
+    versions: Sequence[ModelVersion],
+    *,
+    blobs: dict | None = None,
+    name: str = "",
 ) -> push.LoadPlan:
     """The load of exactly `versions` on this cluster (push.CorruptArtifact when a stored file
     fails its hash, RepositoryRefused when the repository folder is not allowed, BackendRefused
-    when the cluster does not allow a version's backend).
+    when the cluster does not allow a version's backend), under `name` when given.
 
     `blobs` (sha256 -> verified bytes) may be shared by the plans of one push (upload mode).
     """
     refuse_unless_allowed(cluster, versions)
     upload = cluster.push_mode == TritonCluster.PushMode.UPLOAD
-    plan = push.build_plan(versions, upload=upload, blobs=blobs if upload else None)
+    plan = push.build_plan(versions, upload=upload, blobs=blobs if upload else None, name=name)
     if not upload:
         push.materialize(cluster.repository_path, versions, plan)
     return plan
@@ -101,3 +105,27 @@ def serving_set_revert(
         plan = serving_plan(cluster, previous, blobs=blobs)
         return serving_load(nodes, plan, warm_version=None)
     return fan_out(nodes, lambda node: push.unload_on_node(node, model))
+
+
+def sibling_set_apply(
+    *, cluster: TritonCluster, version: ModelVersion, name: str
+) -> dict[int, push.NodeOutcome]:
+    """Serve `version` under `name` (its sibling name, with its own config) on every node of
+    `cluster`, warmed, beside whatever the model's own name serves; LoadFailed naming every
+    node that did not load it. The memory check before each load holds for this second copy
+    as for any (deployments/push.py)."""
+    nodes = list(cluster.nodes.all())
+    plan = serving_plan(cluster, [version], name=name)
+    outcomes = serving_load(nodes, plan, warm_version=version.version)
+    failed = load_failures(nodes, outcomes)
+    if failed:
+        raise LoadFailed(failed)
+    return outcomes
+
+
+def sibling_unload(*, cluster: TritonCluster, name: str) -> dict[str, str]:
+    """Unload the sibling `name` from every node; {node name: error} of those that failed
+    (a node where it is not loaded answers as done)."""
+    nodes = list(cluster.nodes.all())
+    outcomes = fan_out(nodes, lambda node: push.unload_on_node(node, name))
+    return load_failures(nodes, outcomes)

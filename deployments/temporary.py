@@ -7,6 +7,11 @@ benchmarks started before the version was part of the name (`<model>--bench-<run
 stay readable: such a model serves the benchmarked version under its own number, so the
 version Triton reports for it is the benchmark's version.
 
+A release whose candidate has a config of its own serves the candidate beside the baseline
+under a sibling name, `<model>--c<version>` (releases/configs.py): clients keep calling the
+model's name and the router sends the candidate's share to the sibling. A sibling is not
+temporary in cost terms: it serves clients, so its lines are the model's `serving` lines.
+
 Every cost line is charged to the model and version a name belongs to, under its cost kind:
 `serving` for the models clients call, `validation` for smoke tests, `benchmark` for
 benchmarks (docs/COSTS.md).
@@ -24,6 +29,7 @@ COST_KINDS = (SERVING, VALIDATION, BENCHMARK)
 _SUFFIX = r"[0-9a-f]{6}"
 _SMOKE = re.compile(rf"^(?P<model>.+?)--smoke-(?P<version>\d+)-{_SUFFIX}$")
 _BENCH = re.compile(rf"^(?P<model>.+?)--bench-(?P<run>\d+)-(?:v(?P<version>\d+)-)?{_SUFFIX}$")
+_SIBLING = re.compile(r"^(?P<model>.+?)--c(?P<version>\d+)$")
 
 
 def _suffix() -> str:
@@ -45,6 +51,24 @@ def bench_name(model: str, run_id: int, version: int) -> str:
     return f"{bench_prefix(model, run_id)}v{version}-{_suffix()}"
 
 
+def sibling_name(model: str, version: int) -> str:
+    """The name a release serves `model` version `version` under beside the model's own
+    name, with the version's own config (a config canary)."""
+    return f"{model}--c{version}"
+
+
+def sibling_of(name: str) -> tuple[str, str] | None:
+    """(model, version) of a sibling name, None for any other name."""
+    match = _SIBLING.match(name) if "--c" in name else None
+    return (match["model"], match["version"]) if match else None
+
+
+def served_model(name: str, version: str) -> tuple[str, str]:
+    """(model, version) a series Triton reports under `name` serves clients of: a sibling's
+    are its model's (a config canary's candidate), any other name's its own."""
+    return sibling_of(name) or (name, version)
+
+
 @dataclass(frozen=True)
 class Charged:
     """The model, version and cost kind a served (model name, version) is charged to."""
@@ -56,10 +80,10 @@ class Charged:
 
 def charged_to(name: str, version: str) -> Charged:
     """What the series `name` version `version` (as Triton reports them) is charged to: a
-    temporary model's real model and version under its kind, any other name as it is, as
-    `serving`. A version in the name wins over the reported one."""
+    temporary model's real model and version under its kind, a sibling's as `serving`, any
+    other name as it is, as `serving`. A version in the name wins over the reported one."""
     if "--" in name:
-        for pattern, kind in ((_SMOKE, VALIDATION), (_BENCH, BENCHMARK)):
+        for pattern, kind in ((_SMOKE, VALIDATION), (_BENCH, BENCHMARK), (_SIBLING, SERVING)):
             match = pattern.match(name)
             if match:
                 return Charged(match["model"], match["version"] or version, kind)

@@ -106,6 +106,12 @@ class ReleaseSerializer(serializers.Serializer):
     analysis = serializers.JSONField()
     sla = ReleaseSlaSerializer()
     sticky_header = serializers.CharField()
+    candidate_served_as = serializers.SerializerMethodField(
+        help_text="The model name the candidate serves under on the nodes: the model's own, "
+        "or its sibling `<model>--c<version>` when its config differs from the baseline's "
+        "(a config canary: clients keep calling the model's name, the router sends the "
+        "candidate's share to the sibling)."
+    )
     state = RELEASE.state_field()
     finished = RELEASE.finished_field()
     outcome = RELEASE.outcome_field()
@@ -139,6 +145,9 @@ class ReleaseSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
 
+    def get_candidate_served_as(self, obj) -> str:
+        return obj.candidate_name or obj.model.name
+
     @extend_schema_field(UnroutedSerializer)
     def get_unrouted(self, obj) -> dict:
         latest = (obj.last_analysis or {}).get("unrouted")
@@ -155,9 +164,23 @@ DETAIL_EVENTS = 100
 DETAIL_ANALYSES = 50
 
 
+class ConfigChangeSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text='e.g. "dynamic_batching.max_queue_delay_microseconds"')
+    baseline = serializers.CharField(help_text="the baseline's value as text")
+    candidate = serializers.CharField(help_text="the candidate's value as text")
+
+
 class ReleaseDetailSerializer(ReleaseSerializer):
+    config_changes = serializers.SerializerMethodField(
+        help_text="Where the candidate's config serves differently from the baseline's; "
+        "non-empty for a config canary."
+    )
     analyses = serializers.SerializerMethodField()
     events = serializers.SerializerMethodField()
+
+    @extend_schema_field(ConfigChangeSerializer(many=True))
+    def get_config_changes(self, obj) -> list[dict]:
+        return selectors.release_config_changes(obj)
 
     def get_analyses(self, obj) -> list[dict]:
         recent = selectors.release_recent_events(
@@ -237,11 +260,15 @@ class ReleaseListCreateApi(APIView):
         model = serializers.CharField(source="model.name")
         baseline_version = serializers.IntegerField(source="baseline.version")
         candidate_version = serializers.IntegerField(source="candidate.version")
+        candidate_served_as = serializers.SerializerMethodField(help_text="as on a started release")
         strategy = serializers.CharField()
         steps = serializers.JSONField()
         sla = serializers.JSONField()
         unrouted_at_start = UnroutedAtStartSerializer(allow_null=True)
         warnings = serializers.ListField(child=serializers.CharField())
+
+        def get_candidate_served_as(self, obj) -> str:
+            return obj.candidate_name or obj.model.name
 
     @extend_schema(
         request=InputSerializer,

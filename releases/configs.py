@@ -1,13 +1,16 @@
 """A release serves baseline and candidate side by side, and Triton gives every loaded version
-of a model one config (the newest version's, deployments/push.py): a candidate whose config
-differs from the baseline's in what they share would make the older version run under the
-other's batching, instances, parameters or inputs. Such a release is refused, naming each
-differing field (issue #19); a config-only canary would need each version loaded under a
-name of its own, which releases do not do yet.
+of a model one config (the newest version's, deployments/push.py). A candidate whose config
+differs from the baseline's in what they share is therefore served under a name of its own,
+its sibling (`<model>--c<version>`, deployments/temporary.py), loaded with its own config on
+the same nodes; the router sends the candidate's share of the model's path to that name, so
+clients keep calling the model's name and the baseline keeps its config (a config canary).
+That needs the cluster's router: without one, such a release is refused, naming each
+differing field.
 """
 
 from accounts.errors import Refused
 from deployments.selectors import callers_serving
+from deployments.temporary import sibling_name
 from integrations.triton.model_config import ConfigDifference, config_differences
 
 
@@ -22,9 +25,10 @@ class ConfigsDiffer(Refused):
             f"{c}'s config differs from {b}'s (serving now) in {len(differences)} "
             f"field{'s' if len(differences) != 1 else ''}: {paths}. Triton serves every "
             f"loaded version of a model under one config, so while both serve, "
-            f"v{older.version} would run under v{newer.version}'s config; a release cannot "
-            f"canary a config change yet. Give {c} the config of {b} in these fields, or "
-            "switch to it with a deployment (no canary)."
+            f"v{older.version} would run under v{newer.version}'s config; a config canary "
+            f"serves {c} under a name of its own, which needs the cluster's router. Give "
+            f"{c} the config of {b} in these fields, configure the router, or switch to it "
+            "with a deployment (no canary)."
         )
         field = "candidate_version"
         rows = [
@@ -39,19 +43,30 @@ class ConfigsDiffer(Refused):
         self.baseline, self.candidate, self.differences = baseline, candidate, differences
 
 
-def refuse_if_configs_differ(*, baseline, candidate) -> None:
-    """ConfigsDiffer unless the two versions' stored configs serve alike (name, version
-    policy and Switchyard's push id aside: integrations/triton/model_config/diff.py)."""
+def config_changes(*, baseline, candidate) -> list[ConfigDifference]:
+    """Where the two versions' stored configs serve differently (name, version policy and
+    Switchyard's push id aside: integrations/triton/model_config/diff.py); Refused when they
+    cannot be compared."""
     try:
-        differences = config_differences(baseline.config_json, candidate.config_json)
+        return config_differences(baseline.config_json, candidate.config_json)
     except ValueError as exc:
         raise Refused(
             f"The stored configs of v{baseline.version} and v{candidate.version} cannot be "
             f"compared ({exc}).",
             field="candidate_version",
         ) from None
-    if differences:
+
+
+def candidate_name_for(*, baseline, candidate, routed: bool) -> str:
+    """The name the candidate serves under beside the baseline: "" (the model's own) when
+    their configs serve alike, its sibling name when they differ and the cluster has a
+    router (`routed`); ConfigsDiffer when they differ and it has none."""
+    differences = config_changes(baseline=baseline, candidate=candidate)
+    if not differences:
+        return ""
+    if not routed:
         raise ConfigsDiffer(baseline=baseline, candidate=candidate, differences=differences)
+    return sibling_name(candidate.model.name, candidate.version)
 
 
 def refuse_if_called(*, cluster, candidate) -> None:

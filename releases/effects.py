@@ -1,12 +1,13 @@
 """Applying a decision's effects: desired state, re-applied idempotently and in order.
 
 Router weights first (traffic is pinned to explicit versions before the candidate loads),
-then the serving set on every node, then the alias. The first effect that fails stops the
+then the serving set on every node, then the alias. A config canary's sibling is unloaded
+once the release has ended and its route is gone. The first effect that fails stops the
 list; it is recorded as an event and the next tick tries again.
 """
 
 from deployments.push import CorruptArtifact
-from deployments.serving import LoadFailed
+from deployments.serving import LoadFailed, sibling_unload
 from integrations.routers import RouterError
 from models_registry.services import alias_set
 from releases.loads import LoadPending, serving_load_step
@@ -108,6 +109,8 @@ def apply_all(release: Release, decision) -> list[ReleaseEvent]:
         if decision.state.phase in TERMINAL and release.router_weight is not None:
             set_weights(release, None)  # final serving set alone: the route is not needed
             done.append(_event(release, decision, "effect", "router: route removed"))
+            if release.candidate_name:
+                done.append(_sibling_unloaded(release, decision))
     except LoadFailed as exc:
         if decision.state.phase.value == "LOADING":
             release.load_error = str(exc)  # the candidate cannot load: the release fails
@@ -117,6 +120,17 @@ def apply_all(release: Release, decision) -> list[ReleaseEvent]:
     except LoadPending:
         pass  # a load on the fleet lane: observed by the next tick
     return done
+
+
+def _sibling_unloaded(release: Release, decision) -> ReleaseEvent:
+    """Unload the candidate's sibling once no route sends to it: a promoted candidate serves
+    under the model's own name by now, a rolled-back one nowhere."""
+    name = release.candidate_name
+    failed = sibling_unload(cluster=release.cluster, name=name)
+    if failed:
+        listed = "; ".join(f"{node}: {error}" for node, error in failed.items())
+        return _event(release, decision, "effect_failed", f"unloading {name} failed: {listed}")
+    return _event(release, decision, "effect", f"{name} unloaded from every node")
 
 
 def _event(release: Release, decision, kind: str, message: str) -> ReleaseEvent:

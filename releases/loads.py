@@ -12,6 +12,10 @@ Nothing is lost when a process dies: a row whose worker stopped beating is finis
 failed by the next tick (which starts a new load when the phase still wants one); a row
 still queued after a lease (its message lost with a Redis restart, say) is sent again, and
 the claim lets only one worker run it.
+
+A config canary's candidate (release.candidate_name) loads under its sibling name, after the
+model's own name is made to serve the baseline alone; the baseline's set of a rollback
+unloads it, and the end of the release makes sure it is gone (releases/effects.py).
 """
 
 import logging
@@ -24,7 +28,7 @@ from django.utils import timezone
 from deployments import leases, locks
 from deployments.push import CorruptArtifact
 from deployments.services import serving_state_set
-from deployments.serving import LoadFailed, serving_set_apply
+from deployments.serving import LoadFailed, serving_set_apply, sibling_set_apply, sibling_unload
 from releases.models import Release, ServingLoad
 
 log = logging.getLogger(__name__)
@@ -43,7 +47,17 @@ class LoadPending(Exception):
 
 
 def serving_versions_of(release: Release, which: str) -> list:
-    return [getattr(release, role) for role in SERVING[which]]
+    """The versions the model's own name serves for `which`; a candidate served under its
+    sibling name (a config canary) is not among them while the baseline serves."""
+    roles = SERVING[which]
+    if release.candidate_name and len(roles) > 1:
+        roles = ("baseline",)
+    return [getattr(release, role) for role in roles]
+
+
+def sibling_wanted(release: Release, which: str) -> bool:
+    """Whether `which` has the candidate served under its sibling name."""
+    return bool(release.candidate_name) and len(SERVING[which]) > 1
 
 
 def serving_load_step(release: Release, which: str, *, inline: bool = False) -> None:
@@ -123,6 +137,14 @@ def load_run(*, load_id: int) -> str:
     return status
 
 
+def _sibling_gone(release: Release) -> None:
+    """A rolled-back config canary: its sibling unloaded from every node (LoadFailed naming
+    the nodes where that failed), so no node serves the candidate any more."""
+    failed = sibling_unload(cluster=release.cluster, name=release.candidate_name)
+    if failed:
+        raise LoadFailed(failed, what=f"unloading {release.candidate_name} failed")
+
+
 def _apply(job: ServingLoad) -> str:
     """Load the row's set on every node, one load of a release at a time; the error or ""."""
     release = job.release
@@ -130,13 +152,20 @@ def _apply(job: ServingLoad) -> str:
         newer = release.loads.filter(pk__gt=job.pk).exists()
         if newer:  # the release wants another set now: that load applies it
             return f"superseded by a later load of release {release.pk}"
+        sibling = sibling_wanted(release, job.which)
         warm = release.candidate.version if "candidate" in SERVING[job.which] else None
         try:
             serving_set_apply(
                 cluster=release.cluster,
                 versions=serving_versions_of(release, job.which),
-                warm_version=warm,
+                warm_version=None if sibling else warm,
             )
+            if sibling:
+                sibling_set_apply(
+                    cluster=release.cluster, version=release.candidate, name=release.candidate_name
+                )
+            elif release.candidate_name and job.which == "baseline":
+                _sibling_gone(release)
         except LoadFailed as exc:
             what = f"loading {job.which} failed on {len(exc.failures)} node(s)"
             return str(LoadFailed(exc.failures, what=what))

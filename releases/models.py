@@ -30,6 +30,10 @@ class Release(models.Model):
     # SLA cannot change while the release runs (models_registry.signals.protected_change).
     sla = models.JSONField(default=dict)
     sticky_header = models.CharField(max_length=100, blank=True)
+    # The name the candidate serves under beside the model's own: its sibling name
+    # (`<model>--c<version>`, deployments/temporary.py) when its config differs from the
+    # baseline's, "" when it serves under the model's name with the baseline (one config).
+    candidate_name = models.CharField(max_length=200, blank=True, default="")
     progress_deadline_s = models.FloatField(default=600.0)
     drain_s = models.FloatField(default=2.0)
     # State (see releases/state_machine.State); times are epoch seconds.

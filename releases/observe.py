@@ -39,11 +39,13 @@ class NodeView:
     p99_ms: dict[str, float] = field(default_factory=dict)
 
 
-def _counters(text: str, model: str) -> tuple[dict, dict, dict]:
+def _counters(text: str, names: tuple[str, ...]) -> tuple[dict, dict, dict]:
+    """The counters, pending requests and p99 of each version served under `names` (the
+    model's name, and a config canary's sibling serving the candidate)."""
     snapshot = parse_metrics(text)
     counters, pending, p99 = {}, {}, {}
     for (name, version), series in snapshot.models.items():
-        if name != model:
+        if name not in names:
             continue
         values = {k: series.counters.get(k, 0.0) for k in ("success", "request_us", "queue_us")}
         values["failure"] = sum(series.failures.values())
@@ -54,7 +56,7 @@ def _counters(text: str, model: str) -> tuple[dict, dict, dict]:
     return counters, pending, p99
 
 
-def _add_own(node, model: str, counters: dict[str, dict[str, float]]) -> None:
+def _add_own(node, names: tuple[str, ...], counters: dict[str, dict[str, float]]) -> None:
     """Add the node's cumulative own successes and failures to each version's counters;
     without Redis they are left out, and the interval counts Triton's whole counts."""
     if not counters:
@@ -67,34 +69,36 @@ def _add_own(node, model: str, counters: dict[str, dict[str, float]]) -> None:
     for values in counters.values():
         values["own_success"] = values["own_failure"] = 0.0
     for (name, version, _origin), counts in own.items():
-        if name == model and version in counters:
+        if name in names and version in counters:
             counters[version]["own_success"] += counts.get("success", 0.0)
             counters[version]["own_failure"] += counts.get("failure", 0.0)
 
 
-def node_view(node, model: str, candidate: int) -> NodeView:
-    """One node: readiness of the candidate and the model's counters; never raises. A node
-    whose stored address is unusable or outside the allowed networks is not contacted."""
+def node_view(node, model: str, candidate: int, served_as: str = "") -> NodeView:
+    """One node: readiness of the candidate (under `served_as`, its sibling name, when it
+    has one) and the model's counters, the sibling's included; never raises. A node whose
+    stored address is unusable or outside the allowed networks is not contacted."""
     if node_urls_check(http=node.http_url, grpc=node.grpc_url, metrics=node.metrics_url):
         return NodeView(False)
+    names = (model, served_as) if served_as else (model,)
     try:
         seen = probe_model(
             node.http_url,
-            model,
+            served_as or model,
             candidate,
             metrics_url=node.metrics_url or None,
             timeout_s=settings.SWITCHYARD_TRITON_TIMEOUT_S,
         )
-        counters, pending, p99 = _counters(seen.metrics, model) if seen.metrics else ({}, {}, {})
-        _add_own(node, model, counters)
+        counters, pending, p99 = _counters(seen.metrics, names) if seen.metrics else ({}, {}, {})
+        _add_own(node, names, counters)
         return NodeView(True, seen.ready, str(candidate) in seen.loaded, counters, pending, p99)
     except (TritonError, ValueError):
         return NodeView(False)
 
 
-def nodes_view(cluster, model: str, candidate: int) -> dict[str, NodeView]:
+def nodes_view(cluster, model: str, candidate: int, served_as: str = "") -> dict[str, NodeView]:
     nodes = list(cluster.nodes.all())
-    views = fan_out(nodes, lambda n: node_view(n, model, candidate))
+    views = fan_out(nodes, lambda n: node_view(n, model, candidate, served_as))
     return {n.name: views[n.pk] for n in nodes}
 
 

@@ -85,11 +85,15 @@ def access_log_path(cluster: TritonCluster) -> Path | None:
 
 
 def route_for(release, weight: float) -> ModelRoute:
-    """The release's model split: `weight`% to the candidate, the rest to the baseline."""
+    """The release's model split: `weight`% to the candidate, the rest to the baseline; a
+    candidate served under its sibling name (a config canary) is sent there."""
     baseline, candidate = release.baseline.version, release.candidate.version
     weights = {baseline: 100.0 - weight, candidate: weight}
     return ModelRoute(
-        model=release.model.name, weights=weights, sticky_header=release.sticky_header or None
+        model=release.model.name,
+        weights=weights,
+        sticky_header=release.sticky_header or None,
+        targets={candidate: release.candidate_name} if release.candidate_name else {},
     )
 
 

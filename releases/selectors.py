@@ -15,6 +15,7 @@ from integrations.routers.access_log import (
     refused_requests,
     router_counts,
 )
+from integrations.triton.model_config import config_differences
 from releases.inputs import ReleaseInputError
 from releases.models import Release, ReleaseEvent
 from releases.unrouted import UnroutedMeasure
@@ -183,6 +184,22 @@ def release_settings_rows(release: Release) -> list[tuple[str, str]]:
         (f"analysis.{k}", f"{v:g}" if isinstance(v, float) else str(v)) for k, v in knobs.items()
     ]
     return rows
+
+
+def release_config_changes(release: Release) -> list[dict]:
+    """Where the candidate's config serves differently from the baseline's, field by field
+    ({path, baseline, candidate} as text): a config canary's reason to serve its candidate
+    under a sibling name; [] for one config, or for stored configs that cannot be compared."""
+    try:
+        differences = config_differences(
+            release.baseline.config_json, release.candidate.config_json
+        )
+    except ValueError:
+        return []
+    return [
+        {"path": d.path, "baseline": d.baseline_text, "candidate": d.candidate_text}
+        for d in differences
+    ]
 
 
 def release_no_router_notice(release: Release) -> list[str]:

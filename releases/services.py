@@ -21,7 +21,7 @@ from integrations.triton.memory import load_refusal
 from models_registry.models import Model
 from models_registry.sla import sla_warning
 from releases import events
-from releases.configs import refuse_if_called, refuse_if_configs_differ
+from releases.configs import candidate_name_for, refuse_if_called
 from releases.inputs import (
     ReleaseInputError,
     check_spec_numbers,
@@ -96,8 +96,7 @@ def release_create(
     returned: nothing is written, audited or started. A model whose measured unrouted
     share is above `analysis.max_unrouted_share` is refused (409) unless `confirm_unrouted`.
     A frozen cluster (deployments/freezes.py) is refused (409); `check_freeze=False` leaves
-    that to the caller (a plan checks a wave's settings now and its clusters' freezes when
-    the wave starts).
+    that to the caller (a plan checks its clusters' freezes when each wave starts).
     """
     spec_steps = _checked_inputs(
         strategy=strategy,
@@ -108,7 +107,7 @@ def release_create(
         analysis=analysis,
         sticky=sticky_header,
     )
-    baseline = _baseline_checked(cluster, candidate, strategy, require_benchmark)
+    baseline, candidate_name = _baseline_checked(cluster, candidate, strategy, require_benchmark)
     if check_freeze:
         _refuse_if_frozen(cluster)
     release = Release(
@@ -121,6 +120,7 @@ def release_create(
         step_interval_s=step_interval_s,
         analysis=effective_analysis(analysis, step_interval_s=step_interval_s),
         sticky_header=sticky_header,
+        candidate_name=candidate_name,
         progress_deadline_s=progress_deadline_s,
         drain_s=drain_s,
         created_by=actor,
@@ -165,12 +165,14 @@ def _start_warnings(release: Release) -> list[str]:
 
 
 def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool | None):
-    """What serves now, once the candidate may replace it: the same config (400 naming the
-    fields), where required a passed benchmark, and room for it beside the baseline."""
+    """(What serves now, the name the candidate serves under) once the candidate may replace
+    it: a config of its own only behind a router (400 naming the fields), where required a
+    passed benchmark, and room for it beside the baseline."""
     if reason := backend_refusal(cluster, [candidate]):
         raise ReleaseError(reason + ".", field="candidate_version")
     baseline = _baseline_for(cluster, candidate, strategy=strategy)
-    refuse_if_configs_differ(baseline=baseline, candidate=candidate)
+    routed = router_driver_name(cluster) != "none"
+    candidate_name = candidate_name_for(baseline=baseline, candidate=candidate, routed=routed)
     refuse_if_called(cluster=cluster, candidate=candidate)
     required = cluster.require_benchmark if require_benchmark is None else require_benchmark
     try:
@@ -178,7 +180,7 @@ def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool
     except BenchmarkGateError as exc:
         raise ReleaseError(str(exc) + ".", field="candidate_version") from None
     _refuse_if_short_of_memory(cluster, candidate, baseline)
-    return baseline
+    return baseline, candidate_name
 
 
 def _unrouted_check(release: Release, *, actor, confirmed: bool) -> dict:

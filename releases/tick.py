@@ -59,7 +59,12 @@ def release_tick(*, release_id: int) -> Release | None:
         # the router logged always covers what Triton counted (nothing Triton counted after
         # its reading falls before the log's mark).
         mark = observe.log_mark(access_log_path(release.cluster))
-        views = observe.nodes_view(release.cluster, release.model.name, release.candidate.version)
+        views = observe.nodes_view(
+            release.cluster,
+            release.model.name,
+            release.candidate.version,
+            served_as=release.candidate_name,
+        )
         judged = _judge(release, views, mark)
         obs = Observation(now=mark.at, **_observe(release, views), **judged)
         decision = decide(release.spec(), release.state(), obs)

@@ -15,8 +15,9 @@ import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from deployments.temporary import served_model
 from integrations.triton.metrics import (
     IntervalStats,
     ModelInterval,
@@ -157,6 +158,14 @@ def aggregate(series: list[ModelInterval]) -> ModelInterval:
     )
 
 
+def _as_served(series: ModelInterval) -> ModelInterval:
+    """A config canary's sibling series shown as its model's (deployments/temporary.py)."""
+    model, version = served_model(series.model, series.version)
+    if model == series.model:
+        return series
+    return replace(series, model=model, version=version)
+
+
 def build_payloads(results: list[NodeResult], now: float) -> dict[str, list[dict]]:
     """Group name -> payloads: node and model points per cluster, model points per model."""
     groups: dict[str, list[dict]] = defaultdict(list)
@@ -170,6 +179,7 @@ def build_payloads(results: list[NodeResult], now: float) -> dict[str, list[dict
         for series in r.stats.models if r.stats else ():
             if series.status != "ok":
                 continue  # new or reset: no rates this interval, so no point
+            series = _as_served(series)
             point = events.model_point(ts=now, cluster=r.cluster, node=r.node, series=series)
             groups[cluster_group].append(point)
             groups[events.model_group(series.model)].append(point)
@@ -335,8 +345,9 @@ class Collector:
                 continue
             gpus = [g.utilization for g in r.stats.gpus]
             self.rollups.add_node(r.cluster, r.node, now, r.stats.cpu_utilization, gpus)
-            for (model, version), delta in r.deltas.items():
-                split = r.splits.get((model, version))
+            for (name, number), delta in r.deltas.items():
+                split = r.splits.get((name, number))
+                model, version = served_model(name, number)  # a sibling's rows: its model's
                 self.rollups.add_series(r.cluster, r.node, model, version, now, delta, split)
 
     async def flush(self, now: float | None = None) -> list[RollupRow]:

@@ -43,9 +43,16 @@ class ModelRoute:
     model: str
     weights: dict[int, float]  # version -> percent, sums to 100; 0 means no traffic
     sticky_header: str | None = None  # same header value -> same version; absent -> per request
+    # version -> the model name that serves it, where not the model's own (a config canary's
+    # candidate under a sibling name: the client calls `model`, the node serves the sibling)
+    targets: dict[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_route(self)
+
+    def target(self, version: int) -> str:
+        """The model name that serves `version` behind this route."""
+        return self.targets.get(version, self.model)
 
     def live_weights(self) -> dict[int, float]:
         """The versions that get traffic, ascending, as percentages rounded to 0.01."""
@@ -87,6 +94,11 @@ class RouterState:
                     "model": r.model,
                     "weights": {str(v): w for v, w in sorted(r.weights.items())},
                     "sticky_header": r.sticky_header,
+                    **(
+                        {"targets": {str(v): n for v, n in sorted(r.targets.items())}}
+                        if r.targets
+                        else {}
+                    ),
                 }
                 for r in self.routes
             ],
@@ -100,6 +112,7 @@ class RouterState:
                 model=r["model"],
                 weights={int(v): float(w) for v, w in r["weights"].items()},
                 sticky_header=r.get("sticky_header"),
+                targets={int(v): str(n) for v, n in (r.get("targets") or {}).items()},
             )
             for r in data.get("routes", [])
         ]
@@ -147,6 +160,12 @@ def check_route(route: ModelRoute) -> None:
     total = sum(route.weights.values())
     if abs(total - 100.0) > 0.01:
         raise RouterError(f"Route of {route.model}: weights add up to {total:g}%, not 100%.")
+    for version, name in route.targets.items():
+        if version not in route.weights or not MODEL_NAME.fullmatch(str(name or "")):
+            raise RouterError(
+                f"Route of {route.model}: target {name!r} of version {version!r} must name a "
+                "routed version and use letters, digits, '_', '.', '-' only."
+            )
 
 
 def check_header_name(name: object) -> None:

@@ -7,6 +7,9 @@ Facts this relies on (measured here; docs/TRITON.md has the router facts too):
   retry once). A failed reload leaves the old config serving, and `nginx -t` runs first.
 * Triton answers unversioned requests with its highest READY version (docs/TRITON.md §versions), so
   every route rewrites, even one at 100%: that pins the baseline before a candidate loads.
+* A version served under another model name (`ModelRoute.targets`: a config canary's
+  candidate under its sibling name) is rewritten to that name; the log keeps the model's
+  name and the version, so every reading of the log stays per model and version.
 * gRPC (`grpc_listen`, an http2 listener of its own) is proxied with `grpc_pass` to the
   nodes' gRPC ports and never split: the model and version are fields of the protobuf body,
   which nginx cannot read. Its requests are logged with the gRPC method as the URI.
@@ -153,6 +156,10 @@ def _split(route: ModelRoute, index: int) -> str:
     live = list(route.live_weights().items())
     entries = [f"    {percent(w)} {v};" for v, w in live[:-1]] + [f"    * {live[-1][0]};"]
     blocks.append(f'split_clients "{key}" $sy_version_{index} {{\n' + "\n".join(entries) + "\n}")
+    targets = {v: route.target(v) for v, _ in live if route.target(v) != route.model}
+    if targets:  # a version served under another name (a config canary's sibling)
+        names = [f"    default {route.model};", *(f"    {v} {n};" for v, n in targets.items())]
+        blocks.append(f"map $sy_version_{index} $sy_target_{index} {{\n" + "\n".join(names) + "\n}")
     return "\n".join(blocks)
 
 
@@ -217,13 +224,19 @@ def _route_location(route: ModelRoute, index: int) -> list[str]:
     model = route.model  # [A-Za-z0-9_.-]+: literal in an exact-match location and a rewrite
     pinned = route.pinned_version()
     sticky = "$http_" + route.sticky_header.lower().replace("-", "_") if route.sticky_header else ""
+    if pinned is not None:
+        target = route.target(pinned)
+    elif any(route.target(v) != model for v in route.live_weights()):
+        target = f"$sy_target_{index}"
+    else:
+        target = model
     return [
         f"location = /v2/models/{model}/infer {{",
         *(f"    {line}" for line in allowlist.method_check("POST")),
         f'    set $sy_model "{model}";',
         f"    set $sy_version {pinned or f'$sy_version_{index}'};",
         *([f"    set $sy_sticky {sticky};"] if sticky else []),
-        f"    rewrite ^ /v2/models/{model}/versions/$sy_version/infer break;",
+        f"    rewrite ^ /v2/models/{target}/versions/$sy_version/infer break;",
         "    proxy_pass http://triton;",
         "}",
     ]

@@ -340,3 +340,54 @@ def test_stop_leaves_no_nginx_process(router, model, upstreams):
     assert router.master_pid() is None
     assert not any(alive(pid) for pid in [master, *workers])
     assert router.current() is None
+
+
+def test_a_version_under_a_sibling_name_takes_its_share_and_is_logged_as_the_model(
+    router, model, upstreams, triton_cluster
+):
+    """A config canary: v2 served beside the model under `<model>--c2` with a config of its
+    own (dynamic batching); clients call the model's name, the router rewrites v2's share."""
+    sibling = f"{model}--c2"
+    config = json.loads(example_config_json("risk_score", name=sibling, versions=[2]))
+    config["dynamic_batching"] = {"max_queue_delay_microseconds": "2000"}
+    clients = [grpcclient.InferenceServerClient(node.grpc_url) for node in triton_cluster.nodes]
+    key = grpc_key(triton_cluster.nodes[0])
+    try:
+        for client in clients:
+            client.load_model(
+                sibling,
+                config=json.dumps(config),
+                files=example_files("risk_score", 2),
+                headers=key,
+                client_timeout=60,
+            )
+        served = clients[0].get_model_config(sibling, as_json=True, headers=key)["config"]
+        own = clients[0].get_model_config(model, as_json=True, headers=key)["config"]
+        delays = [c["dynamic_batching"]["max_queue_delay_microseconds"] for c in (own, served)]
+        assert delays == ["500", "2000"]
+        route = ModelRoute(model, {1: 50.0, 2: 50.0}, targets={2: sibling})
+        router.apply(RouterState(upstreams, [route]))
+        tail = AccessLogTail.from_end(router.access_log_path)
+        client = InferClient(router.port)
+        answered = Counter()
+        for _ in range(100):
+            status, body = client.infer(model)
+            assert status == 200, body
+            answered[(body["model_name"], body["model_version"])] += 1
+        client.close()
+        assert set(answered) == {(model, "1"), (sibling, "2")}, answered
+        lines: list[str] = []
+        deadline = time.monotonic() + 10
+        while len(lines) < 100 and time.monotonic() < deadline:
+            lines += tail.read_lines()
+            time.sleep(0.05)
+        logged = {key: row["requests"] for key, row in summarize(lines).items()}
+        assert logged == {(model, 1): answered[(model, "1")], (model, 2): answered[(sibling, "2")]}
+        router.apply(RouterState(upstreams, [ModelRoute(model, {2: 100.0}, targets={2: sibling})]))
+        assert versions_of(router, model, 20) == Counter({"2": 20})
+    finally:
+        for client in clients:
+            try:
+                client.unload_model(sibling, headers=key, client_timeout=60)
+            finally:
+                client.close()

@@ -41,51 +41,72 @@ def world(settings, tmp_path, make_user):
     return {**world, "api": api, "changed": changed}
 
 
-def test_the_api_refuses_a_candidate_whose_config_differs_and_lists_each_field(world):
+def test_a_candidate_with_its_own_config_is_served_under_its_sibling_name(world):
     number = world["changed"].version
-    for dry_run in (True, False):
-        answer = world["api"].post(
-            "/api/v1/releases/",
-            {**BODY, "candidate_version": number, "dry_run": dry_run},
-            format="json",
-        )
-        assert answer.status_code == 400, answer.content
-        summary, *fields = answer.json()["errors"]
-        assert summary["field"] == "candidate_version"
-        assert "v3's config differs from v1's (serving now) in 2 fields" in (summary["message"])
-        assert "while both serve, v1 would run under v3's config" in summary["message"]
-        assert [e["message"] for e in fields] == [
-            "max_batch_size: v1 (baseline) 64, v3 (candidate) 16.",
-            "instance_group[0].count: v1 (baseline) 1, v3 (candidate) 2.",
-        ]
-        assert all(e["field"] == "candidate_version" for e in fields)
+    dry = world["api"].post(
+        "/api/v1/releases/",
+        {**BODY, "candidate_version": number, "dry_run": True},
+        format="json",
+    )
+    assert dry.status_code == 200, dry.content
+    assert dry.json()["candidate_served_as"] == "risk_score--c3"
     assert not Release.objects.exists()
-    # v2 shares v1's config.pbtxt (examples/model_repository/risk_score): it passes.
+    started = world["api"].post(
+        "/api/v1/releases/", {**BODY, "candidate_version": number}, format="json"
+    )
+    assert started.status_code == 201, started.content
+    release = Release.objects.get()
+    assert release.candidate_name == "risk_score--c3"
+    detail = world["api"].get(f"/api/v1/releases/{release.pk}/").json()
+    assert detail["candidate_served_as"] == "risk_score--c3"
+    assert detail["config_changes"] == [
+        {"path": "max_batch_size", "baseline": "64", "candidate": "16"},
+        {"path": "instance_group[0].count", "baseline": "1", "candidate": "2"},
+    ]
+
+
+def test_a_candidate_sharing_the_baselines_config_serves_under_the_models_name(world):
+    # v2 shares v1's config.pbtxt (examples/model_repository/risk_score).
     same = world["api"].post("/api/v1/releases/", {**BODY, "candidate_version": 2}, format="json")
     assert same.status_code == 201, same.content
+    assert same.json()["candidate_served_as"] == "risk_score"
+    assert Release.objects.get().candidate_name == ""
+    detail = world["api"].get(f"/api/v1/releases/{same.json()['id']}/").json()
+    assert detail["config_changes"] == []
 
 
-def test_blue_green_without_a_router_is_held_to_the_same_rule(world):
+def test_without_a_router_a_candidate_with_its_own_config_is_refused_naming_each_field(world):
     bare = cluster_create(actor=world["rita"], name="bare", environment="staging", router={})
     serving_state_set(cluster=bare, model=world["model"], versions=[world["versions"][0]])
     body = {**BODY, "cluster": "bare", "strategy": "blue_green", "dry_run": True}
     refused = world["api"].post(
         "/api/v1/releases/", {**body, "candidate_version": 3}, format="json"
     )
-    assert refused.status_code == 400 and len(refused.json()["errors"]) == 3
+    assert refused.status_code == 400
+    summary, *fields = refused.json()["errors"]
+    assert summary["field"] == "candidate_version"
+    assert "v3's config differs from v1's (serving now) in 2 fields" in summary["message"]
+    assert "a config canary serves v3 under a name of its own" in summary["message"]
+    assert "needs the cluster's router" in summary["message"]
+    assert [e["message"] for e in fields] == [
+        "max_batch_size: v1 (baseline) 64, v3 (candidate) 16.",
+        "instance_group[0].count: v1 (baseline) 1, v3 (candidate) 2.",
+    ]
     passed = world["api"].post("/api/v1/releases/", {**body, "candidate_version": 2}, format="json")
     assert passed.status_code == 200, passed.content
 
 
-def test_the_console_form_shows_the_differences_as_a_table(world, client):
+def test_the_console_form_shows_the_differences_as_a_table_where_there_is_no_router(world, client):
+    bare = cluster_create(actor=world["rita"], name="bare", environment="staging", router={})
+    serving_state_set(cluster=bare, model=world["model"], versions=[world["versions"][0]])
     client.force_login(world["rita"])
     page = client.post(
         "/releases/start/",
         {
-            "cluster_id": world["cluster"].pk,
+            "cluster_id": bare.pk,
             "version_id": world["changed"].pk,
-            "strategy": "canary",
-            "steps": "10,100",
+            "strategy": "blue_green",
+            "steps": "100",
         },
     )
     assert page.status_code == 400
@@ -99,3 +120,25 @@ def test_the_console_form_shows_the_differences_as_a_table(world, client):
     assert "<code>instance_group[0].count</code>" in text
     assert 'data-testid="release-form"' in text  # the form is there to try again
     assert not Release.objects.exists()
+
+
+def test_the_cockpit_of_a_config_canary_shows_the_sibling_and_the_differences(world, client):
+    client.force_login(world["rita"])
+    page = client.post(
+        "/releases/start/",
+        {
+            "cluster_id": world["cluster"].pk,
+            "version_id": world["changed"].pk,
+            "strategy": "canary",
+            "steps": "10,100",
+        },
+    )
+    release = Release.objects.get()
+    assert page.status_code == 302 and page["Location"].endswith(f"/releases/{release.pk}/")
+    text = client.get(f"/releases/{release.pk}/").content.decode()
+    assert 'data-testid="config-canary"' in text
+    assert "serves beside v1 as <code>risk_score--c3</code> with its own config" in text
+    assert (
+        "<tr><td><code>max_batch_size</code></td><td><code>64</code></td>"
+        "<td><code>16</code></td></tr>"
+    ) in text

@@ -245,3 +245,25 @@ def test_own_requests_counted_after_the_scrape_that_showed_them_are_taken_back()
     v2 = next(r for r in rows if (r.model, r.version) == ("risk_score", "2"))
     assert (v2.requests, v2.successes, v2.benchmark_requests) == (75, 75, 5)
     assert not v2.split_inexact
+
+
+class Renamed(Replay):
+    """Replay with risk_score v3's series reported under its config-canary sibling name."""
+
+    async def __call__(self, url: str, timeout_s: float) -> str:
+        text = await super().__call__(url, timeout_s)
+        return text.replace('model="risk_score",version="3"', 'model="risk_score--c3",version="3"')
+
+
+def test_a_config_canarys_sibling_is_shown_and_rolled_up_as_its_model():
+    fetch = Renamed(u1=["pair_before.txt", "pair_after.txt"])
+    assert "risk_score--c3" in run(fetch("u1", 1.0))  # the capture has v3's series
+    collector = _collector(Renamed(u1=["pair_before.txt", "pair_after.txt"]))
+    run(collector.tick(T0))
+    second = run(collector.tick(T0 + 10))
+    seen = {(p["node"], p["model"], p["version"]) for p in points(second, "cluster-prod")}
+    assert ("n1", "risk_score", "3") in seen and ("", "risk_score", "3") in seen
+    assert not any("--c" in model for _, model, _ in seen)
+    assert "model-risk_score--c3" not in second
+    buffered = {key for rows in collector.rollups.rows.values() for key in rows}
+    assert ("risk_score", "3") in buffered and ("risk_score--c3", "3") not in buffered

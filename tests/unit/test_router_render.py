@@ -329,3 +329,37 @@ def test_a_state_without_nodes_renders_a_503_instead_of_an_empty_upstream():
     assert """return 503 '{"error": "this cluster has no Triton node registered"}\\n';""" in infer
     assert "return 403" in block(config, "location / {")  # refused with or without nodes
     assert config_generation(config)  # the status location still answers
+
+
+# ---------------------------------------------------------------- versions under another name
+
+
+def test_a_version_served_under_a_sibling_name_is_rewritten_to_that_name():
+    route = ModelRoute("risk", {1: 90.0, 2: 10.0}, targets={2: "risk--c2"})
+    config = render(route)
+    names = block(config, "map $sy_version_0 $sy_target_0 {").splitlines()[1:-1]
+    assert [n.strip() for n in names] == ["default risk;", "2 risk--c2;"]
+    location = block(config, "location = /v2/models/risk/infer {")
+    assert 'set $sy_model "risk";' in location  # the log keeps the model's name
+    assert "rewrite ^ /v2/models/$sy_target_0/versions/$sy_version/infer break;" in location
+
+
+def test_a_pinned_sibling_is_rewritten_literally_and_the_baseline_to_the_model():
+    to_sibling = render(ModelRoute("risk", {1: 0.0, 2: 100.0}, targets={2: "risk--c2"}))
+    assert "map $sy_version_0" not in to_sibling
+    assert "rewrite ^ /v2/models/risk--c2/versions/$sy_version/infer break;" in to_sibling
+    to_baseline = render(ModelRoute("risk", {1: 100.0, 2: 0.0}, targets={2: "risk--c2"}))
+    assert "rewrite ^ /v2/models/risk/versions/$sy_version/infer break;" in to_baseline
+
+
+def test_targets_survive_the_state_mark_and_bad_targets_are_refused():
+    route = ModelRoute("risk", {1: 50.0, 2: 50.0}, targets={2: "risk--c2"})
+    state = RouterState(upstreams=UPSTREAMS, routes=[route])
+    assert RouterState.from_json(json.loads(json.dumps(state.to_json()))) == state
+    assert (
+        "targets"
+        not in RouterState(UPSTREAMS, [ModelRoute("r", {1: 100.0})]).to_json()["routes"][0]
+    )
+    for targets in ({3: "risk--c3"}, {2: "a b"}, {2: "x;y"}, {2: ""}):
+        with pytest.raises(RouterError, match="target"):
+            ModelRoute("risk", {1: 50.0, 2: 50.0}, targets=targets)

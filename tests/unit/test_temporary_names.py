@@ -57,3 +57,13 @@ def test_a_model_name_with_dashes_keeps_them():
 
 def test_every_cost_kind_is_listed_once():
     assert temporary.COST_KINDS == (SERVING, VALIDATION, BENCHMARK)
+
+
+def test_a_config_canarys_sibling_serves_clients_of_its_model():
+    name = temporary.sibling_name("risk-v2", 7)
+    assert name == "risk-v2--c7"
+    assert charged_to(name, "7") == Charged("risk-v2", "7", SERVING)
+    assert not temporary.is_temporary(name)
+    assert temporary.served_model(name, "7") == ("risk-v2", "7")
+    assert temporary.served_model("risk-v2", "1") == ("risk-v2", "1")
+    assert temporary.sibling_of("risk--cx") is None and temporary.sibling_of("a--b") is None
