@@ -7,7 +7,12 @@ Prints, measured in this one run:
    20 s before it (goal at most 1.2);
 2. the faulty example version at 5%, three times (each run and the median): seconds from
    its first routed request to weight 0 (goal: at most two tick intervals + 1 s) and failed
-   requests / (request rate x 5% x detection time) (goal at most 1).
+   requests / (request rate x 5% x detection time) (goal at most 1);
+3. a shadow, three times (each run and the median): every request mirrored to the
+   candidate for 20 s with a sample of the answers compared: client p99 during the shadow /
+   p99 in the 20 s before it (goal at most 1.1), and the comparer's extra load on the
+   baseline (its requests a second, and as a share of the clients').
+BENCH_PARTS=good,bad,shadow (the default) picks the parts.
 The clients run in a process of their own: 4 keep-alive connections in a closed loop (about
 300 req/s on 2 cores), or each on a fixed schedule with BENCH_RATE=<req/s>.
 Ticks as production runs them: a real Celery beat queueing `releases.tick_active` every
@@ -47,6 +52,9 @@ LONG_BUSY = os.environ.get("BENCH_LONG_BUSY") == "1"
 # windows of steady traffic varies by up to 1.3x with nothing else happening. Median of runs.
 GOOD_RUNS = int(os.environ.get("BENCH_GOOD_RUNS", 5))
 BAD_RUNS = 3  # detection time depends on which requests the split sends: median of runs
+SHADOW_RUNS = 3
+SHADOW_S = 20.0
+PARTS = set(os.environ.get("BENCH_PARTS", "good,bad,shadow").split(","))
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
 from bench.common import bench_node_key, drop_queued_tasks, use_bench_queue  # noqa: E402
@@ -278,26 +286,31 @@ def main() -> None:
         from tests.releases.test_release_flow import _model_with_baseline
 
         sla = {"p99_latency_ms": 500, "min_success_rate": 99.0}
-        good = [
-            _good(world, port, sla, release_create, Release, _model_with_baseline, i)
-            for i in range(1, GOOD_RUNS + 1)
-        ]
-        print(
-            f"good release, {len(good)} runs: failed {sum(g[0] for g in good)} (goal 0), "
-            f"median p99 during / before {sorted(g[1] for g in good)[len(good) // 2]:.2f} "
-            "(goal <= 1.2)"
-        )
-        results = [
-            _bad(world, port, sla, release_create, Release, _model_with_baseline, i)
-            for i in range(1, BAD_RUNS + 1)
-        ]
-        detect = sorted(r[0] for r in results)[len(results) // 2]
-        ratio = sorted(r[1] for r in results)[len(results) // 2]
-        print(
-            f"bad candidate, median of {len(results)} runs: fault to weight 0 in "
-            f"{detect:.2f} s (goal <= {2 * TICK_S + 1:g} s), "
-            f"failed / expected {ratio:.2f} (goal <= 1)"
-        )
+        args = (world, port, sla, release_create, Release, _model_with_baseline)
+        if "good" in PARTS:
+            good = [_good(*args, i) for i in range(1, GOOD_RUNS + 1)]
+            print(
+                f"good release, {len(good)} runs: failed {sum(g[0] for g in good)} (goal 0), "
+                f"median p99 during / before {sorted(g[1] for g in good)[len(good) // 2]:.2f} "
+                "(goal <= 1.2)"
+            )
+        if "bad" in PARTS:
+            results = [_bad(*args, i) for i in range(1, BAD_RUNS + 1)]
+            detect = sorted(r[0] for r in results)[len(results) // 2]
+            ratio = sorted(r[1] for r in results)[len(results) // 2]
+            print(
+                f"bad candidate, median of {len(results)} runs: fault to weight 0 in "
+                f"{detect:.2f} s (goal <= {2 * TICK_S + 1:g} s), "
+                f"failed / expected {ratio:.2f} (goal <= 1)"
+            )
+        if "shadow" in PARTS:
+            shadows = [_shadow(*args, i) for i in range(1, SHADOW_RUNS + 1)]
+            print(
+                f"shadow, median of {len(shadows)} runs: p99 during / before "
+                f"{sorted(s[0] for s in shadows)[len(shadows) // 2]:.2f} (goal <= 1.1); "
+                f"comparer load on the baseline "
+                f"{sorted(s[1] for s in shadows)[len(shadows) // 2]:.1f} req/s"
+            )
 
 
 def _run(release, phases, Release, timeout=120.0):
@@ -344,6 +357,40 @@ def _good(world, port, sla, release_create, Release, setup, run: int) -> tuple[i
         f"{during / before:.2f} (goal <= 1.2); after, the candidate alone: {after:.1f} ms"
     )
     return t.failed, during / before
+
+
+def _shadow(world, port, sla, release_create, Release, setup, run: int) -> tuple[float, float]:
+    """A shadow of SHADOW_S mirroring every request, a sample of the answers compared: the
+    clients' p99 while the router mirrored / before it, and the comparer's load."""
+    _, _, candidate = setup(world, f"bench_shadow{run}", 2, sla)
+    traffic = TimedTraffic(port, f"bench_shadow{run}", rate=GOOD_RATE)
+    agreement = {"sample_share": 10, "max_per_s": 10, "min_compared": 20}
+    with traffic:
+        time.sleep(BEFORE_S)
+        started = time.time()
+        release = release_create(
+            cluster=world["cluster"], candidate=candidate, actor=world["rita"],
+            steps=[100], step_interval_s=4, analysis={"min_requests": 20}, drain_s=1,
+            progress_deadline_s=120, shadow_s=SHADOW_S, shadow_share=100, agreement=agreement,
+        )  # fmt: skip
+        release = _run(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"}, Release, 180)
+    effects = list(release.events.filter(kind__in=["effect", "phase"]).order_by("created_at"))
+    mirrored = next(e.created_at.timestamp() for e in effects if "mirrored" in e.message)
+    ended = next(e.created_at.timestamp() for e in effects if e.message.startswith("SHADOWING →"))
+    before = traffic.p99_ms(started - BEFORE_S, started)
+    during = traffic.p99_ms(mirrored, ended)
+    rate = sum(1 for t, *_ in traffic.samples if mirrored <= t < ended) / (ended - mirrored)
+    found = release.agreement_state or {}
+    load = found.get("baseline_requests", 0) / (ended - mirrored)
+    _trace(f"shadow{run}", traffic, release)
+    print(
+        f"shadow (run {run}): {release.phase}; mirrored for {ended - mirrored:.1f} s; client "
+        f"p99 before {before:.1f} ms, during the shadow {during:.1f} ms: ratio "
+        f"{during / before:.2f} (goal <= 1.1); failed {traffic.failed}; comparer: "
+        f"{found.get('compared', 0)} inputs compared ({found.get('agreed', 0)} agreed), "
+        f"{load:.1f} req/s on the baseline = {load / rate:.2%} of the clients' {rate:.0f}/s"
+    )
+    return during / before, load
 
 
 def _trace(name, traffic, release):

@@ -107,6 +107,8 @@ def release_start(request):
             sticky_header=post.get("sticky_header", ""),
             analysis=analysis,
             confirm_unrouted=post.get("confirm_unrouted") == "on",
+            shadow_s=float(post.get("shadow_s") or 0),
+            shadow_share=float(post["shadow_share"]) if post.get("shadow_share") else None,
         )
     except ConfigsDiffer as exc:
         return _configs_differ_page(request, exc)

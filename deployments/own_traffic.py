@@ -22,8 +22,8 @@ from core import redis_pool
 
 log = logging.getLogger(__name__)
 
-PROBE, WARMUP, SMOKE, BENCHMARK = "probe", "warmup", "smoke", "benchmark"
-ORIGINS = (PROBE, WARMUP, SMOKE, BENCHMARK)
+PROBE, WARMUP, SMOKE, BENCHMARK, COMPARE = "probe", "warmup", "smoke", "benchmark", "compare"
+ORIGINS = (PROBE, WARMUP, SMOKE, BENCHMARK, COMPARE)
 OUTCOMES = ("success", "failure")
 
 

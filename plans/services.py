@@ -24,7 +24,8 @@ MAX_WAVES, MAX_CLUSTERS_PER_WAVE, MAX_BAKE_S = 20, 50, 7 * 24 * 3600.0
 # The release settings a wave may give, as release_create takes them.
 RELEASE_SETTINGS = frozenset({
     "strategy", "steps", "step_interval_s", "analysis", "manual_gates", "sticky_header",
-    "progress_deadline_s", "drain_s", "require_benchmark",
+    "progress_deadline_s", "drain_s", "require_benchmark", "shadow_s", "shadow_share",
+    "agreement",
 })  # fmt: skip
 
 

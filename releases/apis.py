@@ -18,7 +18,13 @@ from deployments.selectors import cluster_get
 from integrations.routers.base import MAX_HEADER_NAME
 from models_registry.selectors import model_version_find
 from releases import selectors, services
-from releases.inputs import MAX_STEPS, PROGRESS_DEADLINE_S, STEP_INTERVAL_S
+from releases.inputs import (
+    MAX_STEPS,
+    PROGRESS_DEADLINE_S,
+    SHADOW_S,
+    SHADOW_SHARE,
+    STEP_INTERVAL_S,
+)
 from releases.state_machine import Phase
 
 
@@ -106,6 +112,20 @@ class ReleaseSerializer(serializers.Serializer):
     analysis = serializers.JSONField()
     sla = ReleaseSlaSerializer()
     sticky_header = serializers.CharField()
+    shadow_s = serializers.FloatField(
+        help_text="Seconds of shadow before the first step (0: none)."
+    )
+    shadow_share = serializers.FloatField(help_text="Percent of requests mirrored in the shadow.")
+    router_mirror = serializers.FloatField(
+        allow_null=True, help_text="Percent the router mirrors to the candidate now."
+    )
+    agreement = serializers.JSONField(help_text="The answer comparer's settings ({}: none).")
+    agreement_result = serializers.JSONField(
+        source="agreement_state",
+        help_text="What the comparer found: `compared`, `agreed`, `skipped`, `over_rate`, "
+        "`baseline_requests` (its extra load), `outputs` ({name: [compared, agreed]}), "
+        "`examples` (disagreeing inputs, cut to 300 characters).",
+    )
     candidate_served_as = serializers.SerializerMethodField(
         help_text="The model name the candidate serves under on the nodes: the model's own, "
         "or its sibling `<model>--c<version>` when its config differs from the baseline's "
@@ -223,6 +243,30 @@ class ReleaseSettingsInput(inputs.InputSerializer):
     )
     progress_deadline_s = serializers.FloatField(
         min_value=PROGRESS_DEADLINE_S[0], max_value=PROGRESS_DEADLINE_S[1], default=600
+    )
+    shadow_s = serializers.FloatField(
+        min_value=SHADOW_S[0],
+        max_value=SHADOW_S[1],
+        default=0,
+        help_text="Seconds of shadow before the first step (0: none): the router mirrors "
+        "`shadow_share` % of the model's requests to the candidate, its answers thrown away, "
+        "and the candidate is judged on them (errors, latency) before any client gets it.",
+    )
+    shadow_share = serializers.FloatField(
+        min_value=SHADOW_SHARE[0],
+        max_value=SHADOW_SHARE[1],
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Percent of the model's requests mirrored during the shadow (default 100).",
+    )
+    agreement = serializers.DictField(
+        required=False,
+        help_text="Compare answers during the shadow: `sample_share` (% of the copies, "
+        "default 10), `max_per_s` (comparisons a second, the extra load on the baseline, "
+        "default 5), `rtol`/`atol` for float outputs (default 1e-5/1e-6), `outputs` "
+        "({name: {rtol, atol}}), `min_agreement` (0..1: the gate; none by default), "
+        "`min_compared` (default 50). Needs `shadow_s`.",
     )
     require_benchmark = serializers.BooleanField(required=False, allow_null=True, default=None)
 

@@ -16,7 +16,7 @@ from releases.routing import route_for, router_changing, router_for, router_stat
 from releases.state_machine import TERMINAL, LoadServingSet, MoveAlias, SetWeights
 
 
-def _routes(release: Release, weight: float | None, live=None) -> list:
+def _routes(release: Release, weight: float | None, live=None, mirror: float = 0.0) -> list:
     """Routes of every other active release on the cluster, plus this one's (unless None).
 
     Another release's route is taken from `live` (what the router serves) when it is there:
@@ -35,10 +35,10 @@ def _routes(release: Release, weight: float | None, live=None) -> list:
         route = served.get(other.model.name)
         ours = {other.baseline.version, other.candidate.version}
         if route is None or not set(route.weights) <= ours:  # none yet, or an older release's
-            route = route_for(other, other.router_weight or 0.0)
+            route = route_for(other, other.router_weight or 0.0, other.router_mirror or 0.0)
         routes.append(route)
     if weight is not None:
-        routes.append(route_for(release, weight))
+        routes.append(route_for(release, weight, mirror))
     return routes
 
 
@@ -49,17 +49,23 @@ def current_routes(cluster) -> list:
         .exclude(phase__in=[p.value for p in TERMINAL])
         .select_related("model", "baseline", "candidate")
     )
-    return [route_for(r, r.router_weight or 0.0) for r in active if r.router_weight is not None]
+    return [
+        route_for(r, r.router_weight or 0.0, r.router_mirror or 0.0)
+        for r in active
+        if r.router_weight is not None
+    ]
 
 
-def set_weights(release: Release, weight: float | None) -> None:
-    """Apply the router split (None: drop this release's route); records the applied weight."""
+def set_weights(release: Release, weight: float | None, mirror: float = 0.0) -> None:
+    """Apply the router split (None: drop this release's route) and the share mirrored to
+    the candidate (a shadow); records both as applied."""
     router = router_for(release.cluster)
     with router_changing(release.cluster):
         live = router.current()
-        routes = _routes(release, weight, live)
+        routes = _routes(release, weight, live, mirror)
         router.apply(router_state(release.cluster, routes, live))
     release.router_weight = weight
+    release.router_mirror = mirror if weight is not None else None
 
 
 def load_serving(release: Release, which: str, *, inline: bool) -> None:
@@ -73,9 +79,11 @@ def load_serving(release: Release, which: str, *, inline: bool) -> None:
 def _one(release: Release, effect, *, inline: bool) -> str | None:
     """Apply one effect; returns a message when it did something worth an event."""
     if isinstance(effect, SetWeights):
-        if release.router_weight != effect.candidate:
-            set_weights(release, effect.candidate)
-            return f"router: {effect.candidate:g}% to v{release.candidate.version}"
+        mirror = release.shadow_share if effect.mirror else 0.0
+        if release.router_weight != effect.candidate or (release.router_mirror or 0.0) != mirror:
+            set_weights(release, effect.candidate, mirror)
+            copies = f", {mirror:g}% of requests mirrored to it" if mirror else ""
+            return f"router: {effect.candidate:g}% to v{release.candidate.version}{copies}"
     elif isinstance(effect, LoadServingSet):
         if release.applied_serving != effect.versions:
             load_serving(release, effect.versions, inline=inline)

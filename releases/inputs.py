@@ -14,6 +14,8 @@ from integrations.routers.base import RouterError, check_header_name
 
 MAX_STEPS = 20
 STEP_INTERVAL_S = (1.0, 3600.0)
+SHADOW_S = (0.0, 24 * 3600.0)
+SHADOW_SHARE = (0.0, 100.0)
 PROGRESS_DEADLINE_S = (10.0, 7 * 24 * 3600.0)
 
 
@@ -184,3 +186,97 @@ def check_spec_numbers(step_interval_s: Any, progress_deadline_s: Any) -> None:
     """The step interval and progress deadline within their ranges."""
     number(step_interval_s, float, *STEP_INTERVAL_S, "step_interval_s")
     number(progress_deadline_s, float, *PROGRESS_DEADLINE_S, "progress_deadline_s")
+
+
+def parse_shadow(
+    shadow_s: Any, shadow_share: Any, progress_deadline_s: float
+) -> tuple[float, float]:
+    """(seconds, percent mirrored) of a shadow; (0, 0) for none. A shadow mirrors more than
+    0 % and at most 100 % of the requests, and is shorter than the progress deadline (the
+    phase must end before it)."""
+    seconds = number(shadow_s or 0, float, *SHADOW_S, "shadow_s")
+    if not seconds:
+        return 0.0, 0.0
+    share = number(
+        100.0 if shadow_share is None else shadow_share, float, *SHADOW_SHARE, "shadow_share"
+    )
+    if share <= 0:
+        raise ReleaseInputError("A shadow mirrors more than 0 % of the requests.", "shadow_share")
+    if seconds >= progress_deadline_s:
+        raise ReleaseInputError("A shadow must be shorter than progress_deadline_s.", "shadow_s")
+    return seconds, share
+
+
+@dataclass(frozen=True)
+class AgreementSettings:
+    """A shadow's answer comparer (releases/agreement.py)."""
+
+    sample_share: float = 10.0  # percent of the mirrored copies whose body is compared
+    max_per_s: float = 5.0  # comparisons a second at most: the extra load on the baseline
+    rtol: float = 1e-5  # float outputs agree within atol + rtol * |baseline|
+    atol: float = 1e-6
+    outputs: dict = None  # {output name: {"rtol", "atol"}} where other than the above
+    min_agreement: float | None = None  # the gate: share of inputs whose outputs all agree
+    min_compared: int = 50  # comparisons before the gate can pass or fail
+
+    def __post_init__(self) -> None:
+        if self.outputs is None:
+            object.__setattr__(self, "outputs", {})
+
+
+AGREEMENT_RANGES = {
+    "sample_share": (float, 0.01, 100.0),
+    "max_per_s": (float, 0.1, 1000.0),
+    "rtol": (float, 0.0, 1.0),
+    "atol": (float, 0.0, 1e9),
+    "min_agreement": (float, 0.0, 1.0),
+    "min_compared": (int, 1, 1_000_000),
+}
+MAX_AGREEMENT_OUTPUTS = 64
+
+
+def parse_agreement(data: Any) -> AgreementSettings | None:
+    """The comparer's settings from a submitted or stored dict; None for none ({} or None);
+    ReleaseInputError naming the key."""
+    if not data:
+        return None
+    if not isinstance(data, dict):
+        raise ReleaseInputError("Must be an object.", "agreement")
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "outputs":
+            values["outputs"] = _output_tolerances(value)
+        elif key == "min_agreement" and value is None:
+            values[key] = None
+        elif key in AGREEMENT_RANGES:
+            values[key] = number(value, *AGREEMENT_RANGES[key], f"agreement.{key}")
+        else:
+            raise ReleaseInputError("Unknown agreement setting.", f"agreement.{key}")
+    return AgreementSettings(**values)
+
+
+def _output_tolerances(value: Any) -> dict:
+    if not isinstance(value, dict) or len(value) > MAX_AGREEMENT_OUTPUTS:
+        raise ReleaseInputError(
+            f"Must map at most {MAX_AGREEMENT_OUTPUTS} output names to tolerances.",
+            "agreement.outputs",
+        )
+    out = {}
+    for name, tol in value.items():
+        field = f"agreement.outputs.{str(name)[:64]}"
+        if not isinstance(name, str) or not name or len(name) > 128:
+            raise ReleaseInputError("An output name is a non-empty string.", field)
+        if not isinstance(tol, dict) or not set(tol) <= {"rtol", "atol"}:
+            raise ReleaseInputError("Give {rtol, atol} for an output.", field)
+        out[name] = {
+            "rtol": number(tol.get("rtol", 1e-5), float, 0.0, 1.0, f"{field}.rtol"),
+            "atol": number(tol.get("atol", 1e-6), float, 0.0, 1e9, f"{field}.atol"),
+        }
+    return out
+
+
+def agreement_stored(data: Any) -> dict:
+    """What a release stores of its agreement settings: every knob, defaults included ({}
+    for none)."""
+    parsed = parse_agreement(data)
+    return {} if parsed is None else asdict(parsed)

@@ -7,7 +7,8 @@ reading is {"at": epoch seconds, "log_offset": the router log's size, "nodes": {
 it (the guard judges the release's whole traffic, not one interval). An interval belongs to
 one step at one weight (its marker): when the step or the weight moves, a new one opens.
 Each tick watches the open interval (the fast guard reads it with what it carried); once it
-has lasted the analysis interval while PROGRESSING it is judged and the next one opens.
+has lasted the analysis interval while PROGRESSING (or SHADOWING: the candidate judged on
+the router's mirrored copies of requests) it is judged and the next one opens.
 
 Counter deltas follow the one restart rule (`integrations.triton.metrics.counter_deltas`):
 a node whose counters went down since the start (Triton or the model restarted), or whose
@@ -25,9 +26,9 @@ COUNTERS = ("success", "failure", "request_us", "queue_us", "own_success", "own_
 Step = Literal["open", "watch", "judge"]
 
 
-def marker(step_index: int, weight: float) -> list:
-    """What an interval belongs to: one step at one weight."""
-    return [step_index, weight]
+def marker(step_index: int, weight: float, *, shadow: bool = False) -> list:
+    """What an interval belongs to: one step at one weight, or the shadow."""
+    return [step_index, weight, "shadow"] if shadow else [step_index, weight]
 
 
 def reading(*, at: float, log_offset: int, nodes: dict[str, dict[str, dict]]) -> dict:

@@ -35,6 +35,14 @@ class Release(models.Model):
     # baseline's, "" when it serves under the model's name with the baseline (one config).
     candidate_name = models.CharField(max_length=200, blank=True, default="")
     progress_deadline_s = models.FloatField(default=600.0)
+    # The shadow before the first step (0: none): for `shadow_s` the router mirrors
+    # `shadow_share` percent of the model's requests to the candidate, answers thrown away.
+    shadow_s = models.FloatField(default=0.0)
+    shadow_share = models.FloatField(default=0.0)
+    # A shadow's answer comparer (releases/agreement.py): its settings as stored, every knob
+    # ({} for none), and what it found so far (counts, per output, examples).
+    agreement = models.JSONField(default=dict, blank=True)
+    agreement_state = models.JSONField(default=dict, blank=True)
     drain_s = models.FloatField(default=2.0)
     # State (see releases/state_machine.State); times are epoch seconds.
     phase = models.CharField(max_length=20, choices=PHASES, default=Phase.PENDING.value)
@@ -51,6 +59,7 @@ class Release(models.Model):
     outcome_reason = models.TextField(blank=True)
     # What the tick has applied (so effects are re-applied only when they change).
     router_weight = models.FloatField(null=True, blank=True)
+    router_mirror = models.FloatField(null=True, blank=True)  # percent mirrored (a shadow)
     applied_serving = models.CharField(max_length=30, blank=True)
     load_error = models.TextField(blank=True)
     # A human action waiting for the next tick: {"action", "actor", "reason"}.
@@ -106,7 +115,7 @@ class Release(models.Model):
     def next_check_at(self) -> float | None:
         """Epoch seconds of the next interval analysis while the release is progressing."""
         start = (self.interval or {}).get("start") or {}
-        if self.phase != Phase.PROGRESSING.value or "at" not in start:
+        if self.phase not in (Phase.PROGRESSING.value, Phase.SHADOWING.value) or "at" not in start:
             return None
         return float(start["at"]) + self.analysis_interval_s
 
@@ -148,6 +157,7 @@ class Release(models.Model):
             on_node_loss=analysis.on_node_loss,
             max_inconclusive_checks=analysis.max_inconclusive_checks,
             on_inconclusive=analysis.on_inconclusive,
+            shadow_s=self.shadow_s,
         )
 
     def state(self) -> State:

@@ -73,6 +73,13 @@ def router_driver_name(cluster: TritonCluster) -> str:
         return "none"
 
 
+def samples_log_path(cluster: TritonCluster) -> Path | None:
+    """The nginx router's log of a shadow's sampled request bodies (releases/agreement.py);
+    None without one."""
+    log = access_log_path(cluster)
+    return log.with_name("samples.log") if log is not None else None
+
+
 def access_log_path(cluster: TritonCluster) -> Path | None:
     """The nginx router's access log; None without one (or with unusable settings: the
     tick's effects report those when they apply the router)."""
@@ -84,9 +91,11 @@ def access_log_path(cluster: TritonCluster) -> Path | None:
         return None
 
 
-def route_for(release, weight: float) -> ModelRoute:
+def route_for(release, weight: float, mirror: float = 0.0) -> ModelRoute:
     """The release's model split: `weight`% to the candidate, the rest to the baseline; a
-    candidate served under its sibling name (a config canary) is sent there."""
+    candidate served under its sibling name (a config canary) is sent there. `mirror`: the
+    percent of requests also copied to the candidate (a shadow), with the release's
+    agreement sample of them logged for its comparer."""
     baseline, candidate = release.baseline.version, release.candidate.version
     weights = {baseline: 100.0 - weight, candidate: weight}
     return ModelRoute(
@@ -94,6 +103,9 @@ def route_for(release, weight: float) -> ModelRoute:
         weights=weights,
         sticky_header=release.sticky_header or None,
         targets={candidate: release.candidate_name} if release.candidate_name else {},
+        mirror=mirror,
+        mirror_version=candidate if mirror else None,
+        sample=float((release.agreement or {}).get("sample_share") or 0.0) if mirror else 0.0,
     )
 
 

@@ -24,10 +24,12 @@ from releases import events
 from releases.configs import candidate_name_for, refuse_if_called
 from releases.inputs import (
     ReleaseInputError,
+    agreement_stored,
     check_spec_numbers,
     check_sticky_header,
     effective_analysis,
     parse_analysis,
+    parse_shadow,
     parse_steps,
 )
 from releases.models import Release, ReleaseEvent
@@ -85,18 +87,19 @@ def release_create(
     sticky_header: str = "",
     progress_deadline_s: float = 600.0,
     drain_s: float = 2.0,
+    shadow_s: float = 0.0,
+    shadow_share: float | None = None,
+    agreement: dict | None = None,
     require_benchmark: bool | None = None,
     dry_run: bool = False,
     confirm_unrouted: bool = False,
     check_freeze: bool = True,
 ) -> Release:
     """Record a release of `candidate` against what serves now; validated; audited.
-
-    `dry_run`: every check runs (the locked ones included), then the unsaved release is
-    returned: nothing is written, audited or started. A model whose measured unrouted
-    share is above `analysis.max_unrouted_share` is refused (409) unless `confirm_unrouted`.
-    A frozen cluster (deployments/freezes.py) is refused (409); `check_freeze=False` leaves
-    that to the caller (a plan checks its clusters' freezes when each wave starts).
+    `dry_run`: every check runs (the locked ones too), nothing is written or started. 409
+    above `analysis.max_unrouted_share` unless `confirm_unrouted`, and on a frozen cluster
+    unless `check_freeze=False` (a plan checks freezes per wave). `shadow_s` > 0: a shadow
+    of `shadow_share` % (default 100) of the requests first, answers compared per `agreement`.
     """
     spec_steps = _checked_inputs(
         strategy=strategy,
@@ -107,6 +110,7 @@ def release_create(
         analysis=analysis,
         sticky=sticky_header,
     )
+    shadow = _shadow_checked(cluster, shadow_s, shadow_share, progress_deadline_s, agreement)
     baseline, candidate_name = _baseline_checked(cluster, candidate, strategy, require_benchmark)
     if check_freeze:
         _refuse_if_frozen(cluster)
@@ -121,17 +125,44 @@ def release_create(
         analysis=effective_analysis(analysis, step_interval_s=step_interval_s),
         sticky_header=sticky_header,
         candidate_name=candidate_name,
+        **shadow,
         progress_deadline_s=progress_deadline_s,
         drain_s=drain_s,
         created_by=actor,
     )
+    _spec_and_unrouted_checked(release, actor=actor, confirmed=confirm_unrouted)
+    _record(release, actor=actor, dry_run=dry_run)
+    return release
+
+
+def _spec_and_unrouted_checked(release: Release, *, actor, confirmed: bool) -> None:
+    """The settings together make a spec (400), and the unrouted share is within its limit
+    or confirmed (409; recorded on the release)."""
     try:
         release.spec()
     except (ValueError, TypeError) as exc:
         raise ReleaseError(str(exc), field="steps") from None
-    release.unrouted_at_start = _unrouted_check(release, actor=actor, confirmed=confirm_unrouted)
-    _record(release, actor=actor, dry_run=dry_run)
-    return release
+    release.unrouted_at_start = _unrouted_check(release, actor=actor, confirmed=confirmed)
+
+
+def _shadow_checked(cluster, shadow_s, shadow_share, progress_deadline_s, agreement) -> dict:
+    """{shadow_s, shadow_share, agreement} of the shadow asked for: mirroring needs the
+    router, and answers are compared only in a shadow."""
+    try:
+        seconds, share = parse_shadow(shadow_s, shadow_share, float(progress_deadline_s))
+        stored = agreement_stored(agreement)
+    except ReleaseInputError as exc:
+        raise ReleaseError(exc.message, field=exc.field) from None
+    if stored and not seconds:
+        raise ReleaseError(
+            "Answers are compared on a shadow's copies: give shadow_s too.", field="agreement"
+        )
+    if seconds and router_driver_name(cluster) != "nginx":
+        raise ReleaseError(
+            f"Cluster {cluster.name} has no router to mirror requests with: a shadow needs one.",
+            field="shadow_s",
+        )
+    return {"shadow_s": seconds, "shadow_share": share, "agreement": stored}
 
 
 def _refuse_if_frozen(cluster) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 class Phase(str, Enum):  # noqa: UP042 - the brief asks for a str Enum; values equal names
     PENDING = "PENDING"
     LOADING = "LOADING"
+    SHADOWING = "SHADOWING"
     PROGRESSING = "PROGRESSING"
     WAITING_APPROVAL = "WAITING_APPROVAL"
     PAUSED = "PAUSED"
@@ -32,10 +33,15 @@ TERMINAL: frozenset[Phase] = frozenset({P.SUCCEEDED, P.ROLLED_BACK, P.FAILED})
 
 TRANSITIONS: dict[Phase, frozenset[Phase]] = {
     P.PENDING: frozenset({P.LOADING, P.ROLLING_BACK, P.FAILED}),
-    P.LOADING: frozenset({P.PROGRESSING, P.WAITING_APPROVAL, P.ROLLING_BACK, P.FAILED}),
+    P.LOADING: frozenset(
+        {P.SHADOWING, P.PROGRESSING, P.WAITING_APPROVAL, P.ROLLING_BACK, P.FAILED}
+    ),
+    P.SHADOWING: frozenset({P.PROGRESSING, P.WAITING_APPROVAL, P.PAUSED, P.ROLLING_BACK}),
     P.PROGRESSING: frozenset({P.WAITING_APPROVAL, P.PAUSED, P.PROMOTING, P.ROLLING_BACK}),
     P.WAITING_APPROVAL: frozenset({P.PROGRESSING, P.PAUSED, P.PROMOTING, P.ROLLING_BACK}),
-    P.PAUSED: frozenset({P.PROGRESSING, P.WAITING_APPROVAL, P.PROMOTING, P.ROLLING_BACK}),
+    P.PAUSED: frozenset(
+        {P.SHADOWING, P.PROGRESSING, P.WAITING_APPROVAL, P.PROMOTING, P.ROLLING_BACK}
+    ),
     P.PROMOTING: frozenset({P.DRAINING, P.ROLLING_BACK}),
     P.DRAINING: frozenset({P.SUCCEEDED, P.ROLLING_BACK}),
     P.ROLLING_BACK: frozenset({P.ROLLED_BACK, P.FAILED}),
@@ -48,15 +54,18 @@ Action = Literal["approve", "pause", "resume", "rollback", "promote"]
 # The phases in which each human action is accepted; anything else is rejected (HTTP 409).
 ACTIONS: dict[str, frozenset[Phase]] = {
     "approve": frozenset({P.WAITING_APPROVAL}),
-    "pause": frozenset({P.PROGRESSING, P.WAITING_APPROVAL}),
+    "pause": frozenset({P.SHADOWING, P.PROGRESSING, P.WAITING_APPROVAL}),
     "resume": frozenset({P.PAUSED}),
     "rollback": frozenset(set(Phase) - TERMINAL - {P.ROLLING_BACK}),
     "promote": frozenset({P.PROGRESSING, P.WAITING_APPROVAL, P.PAUSED}),
 }
-# Phases in which the candidate may be serving traffic, so the fast guard applies.
+# Phases in which the candidate may be serving traffic (a copy of it while SHADOWING), so
+# the fast guard applies.
 GUARDED: frozenset[Phase] = frozenset(
-    {P.PROGRESSING, P.WAITING_APPROVAL, P.PAUSED, P.PROMOTING, P.DRAINING}
+    {P.SHADOWING, P.PROGRESSING, P.WAITING_APPROVAL, P.PAUSED, P.PROMOTING, P.DRAINING}
 )
+# Phases whose analysis intervals are judged (a verdict per interval).
+JUDGED: frozenset[Phase] = frozenset({P.SHADOWING, P.PROGRESSING})
 # Phases that wait on a human, so the progress deadline does not apply.
 WAITING_ON_HUMAN: frozenset[Phase] = frozenset({P.PAUSED, P.WAITING_APPROVAL})
 
@@ -92,6 +101,9 @@ class Spec:
     # rolls back) saying why, instead of waiting for traffic that may never come.
     max_inconclusive_checks: int = 10
     on_inconclusive: Literal["pause", "rollback"] = "pause"
+    # Seconds of shadow before the first step: the router mirrors a share of the model's
+    # requests to the candidate (answers discarded) while clients get the baseline's; 0: none.
+    shadow_s: float = 0.0
 
     def __post_init__(self) -> None:
         weights = [s.weight for s in self.steps]
@@ -109,6 +121,8 @@ class Spec:
             raise ValueError("on_node_loss is hold or rollback")
         if self.on_inconclusive not in ("pause", "rollback") or self.max_inconclusive_checks < 1:
             raise ValueError("on_inconclusive is pause or rollback, after at least 1 check")
+        if not 0 <= self.shadow_s < self.progress_deadline_s:
+            raise ValueError("shadow_s must be 0 or more and under progress_deadline_s")
 
 
 @dataclass(frozen=True)
@@ -146,6 +160,7 @@ class Observation:
     load_failed: bool = False
     load_error: str = ""
     router_applied_weight: float | None = None  # candidate % the router serves now; None=unknown
+    router_mirroring: bool = False  # the router mirrors the release's shadow share now
     verdict: Verdict | None = None  # latest completed analysis interval of the current step
     verdict_reason: str = ""
     verdict_at: float | None = None  # end of the interval that verdict covers
@@ -176,6 +191,8 @@ class Observation:
 @dataclass(frozen=True)
 class SetWeights:
     candidate: float  # percent to the candidate; the baseline gets the rest
+    # Mirror the release's shadow share of the model's requests to the candidate (SHADOWING).
+    mirror: bool = False
 
 
 @dataclass(frozen=True)
@@ -282,7 +299,7 @@ def _deadline(spec: Spec, state: State, obs: Observation) -> Decision | None:
     if state.phase in WAITING_ON_HUMAN:
         return None
     since = state.phase_started_at
-    if state.phase is P.PROGRESSING:
+    if state.phase in JUDGED:
         since = max(since, state.step_started_at)
     if obs.now - since < spec.progress_deadline_s:
         return None
@@ -297,7 +314,7 @@ def _deadline(spec: Spec, state: State, obs: Observation) -> Decision | None:
 
 
 HOLDING = "holding at "
-NODE_LOSS_PHASES = frozenset({P.PROGRESSING, P.WAITING_APPROVAL})
+NODE_LOSS_PHASES = frozenset({P.SHADOWING, P.PROGRESSING, P.WAITING_APPROVAL})
 
 
 def _node_loss(spec: Spec, state: State, obs: Observation) -> Decision | None:
@@ -338,7 +355,27 @@ def _loading(spec: Spec, state: State, obs: Observation) -> Decision:
         return _stay(state, obs, "candidate loading on every node")
     if not _same(obs.router_applied_weight, 0.0):
         return _stay(state, obs, "router pinning unversioned traffic to the baseline")
+    if spec.shadow_s > 0:
+        why = f"candidate READY on every node; shadow for {spec.shadow_s:g} s"
+        return _move(state, obs, P.SHADOWING, why, 0.0, step_started_at=obs.now)
     return _enter_step(spec, state, obs, 0, "candidate READY on every node")
+
+
+def _shadowing(spec: Spec, state: State, obs: Observation) -> Decision:
+    """Judge the candidate on mirrored requests (clients get the baseline's answers); after
+    `shadow_s` of passing intervals, the first real step."""
+    if not (_same(obs.router_applied_weight, 0.0) and obs.router_mirroring):
+        return _stay(state, obs, "router mirroring requests to the candidate")
+    due = state.step_started_at + spec.shadow_s
+    if not _is_new_verdict(state, obs):
+        return _stay(state, obs, "next analysis interval", until=due)
+    state = replace(state, checked_until=obs.verdict_at)
+    if obs.verdict == "pass":
+        if obs.now < due:
+            check = _check(state, obs, "shadow: pass, mirroring until the shadow ends")
+            return _stay(state, obs, "shadow period", until=due, events=(check,))
+        return _enter_step(spec, state, obs, 0, f"shadow passed: {obs.verdict_reason}")
+    return _counted(spec, state, obs, "shadow")
 
 
 def _progressing(spec: Spec, state: State, obs: Observation) -> Decision:
@@ -359,6 +396,12 @@ def _progressing(spec: Spec, state: State, obs: Observation) -> Decision:
         if obs.frozen:
             return _frozen(state, obs, "100%")
         return _move(state, obs, P.PROMOTING, f"{at} passed: {obs.verdict_reason}", 100.0)
+    return _counted(spec, state, obs, at)
+
+
+def _counted(spec: Spec, state: State, obs: Observation, at: str) -> Decision:
+    """A failed or inconclusive verdict counted at `at` (a weight, or "shadow"): roll back at
+    max_failed_checks; pause or roll back at max_inconclusive_checks."""
     if obs.verdict == "fail":
         n = state.failed_checks + 1
         state = replace(state, failed_checks=n)
@@ -419,6 +462,7 @@ def _rolling_back(spec: Spec, state: State, obs: Observation) -> Decision:
 _HANDLERS = {
     P.PENDING: _pending,
     P.LOADING: _loading,
+    P.SHADOWING: _shadowing,
     P.PROGRESSING: _progressing,
     P.WAITING_APPROVAL: _waiting_approval,
     P.PAUSED: _paused,
@@ -510,6 +554,8 @@ def _desired(state: State, obs: Observation) -> tuple[Effect, ...]:
         return ()
     if p is P.LOADING:  # pin before loading: Triton sends unversioned requests to the newest
         return (SetWeights(0.0), BOTH)
+    if p is P.SHADOWING or (p is P.PAUSED and state.paused_from is P.SHADOWING):
+        return (SetWeights(0.0, mirror=True), BOTH)
     if p in (P.PROGRESSING, P.WAITING_APPROVAL, P.PAUSED):
         return (SetWeights(w), BOTH)
     if p in (P.PROMOTING, P.DRAINING):

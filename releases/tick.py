@@ -21,7 +21,7 @@ from django.utils import timezone
 from deployments import locks
 from deployments.freezes import cluster_frozen
 from deployments.services import serving_owner_set
-from releases import effects, events, guard_log, interval, observe
+from releases import agreement, effects, events, guard_log, interval, observe
 from releases.analysis import (
     SLA,
     Metrics,
@@ -34,8 +34,8 @@ from releases.analysis import (
 )
 from releases.inputs import ReleaseInputError
 from releases.models import Release, ReleaseEvent
-from releases.routing import access_log_path
-from releases.state_machine import GUARDED, TERMINAL, Observation, Phase, decide
+from releases.routing import access_log_path, samples_log_path
+from releases.state_machine import GUARDED, JUDGED, TERMINAL, Observation, Phase, decide
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,7 @@ def release_tick(*, release_id: int) -> Release | None:
             release.candidate.version,
             served_as=release.candidate_name,
         )
+        agreement.compare_step(release, samples_log_path(release.cluster), now=mark.at)
         judged = _judge(release, views, mark)
         obs = Observation(now=mark.at, **_observe(release, views), **judged)
         decision = decide(release.spec(), release.state(), obs)
@@ -147,6 +148,7 @@ def _observe(release: Release, views: dict) -> dict:
         "load_failed": bool(release.load_error),
         "load_error": release.load_error,
         "router_applied_weight": release.router_weight,
+        "router_mirroring": bool(release.router_mirror),
         "baseline_drained": observe.pending_requests(views, release.baseline.version) == 0,
         "in_flight_done": observe.pending_requests(views, release.candidate.version) == 0,
         "candidate_unloaded": bool(live) and not any(v.candidate_loaded for v in live),
@@ -171,13 +173,13 @@ def _judge(release: Release, views: dict, mark: observe.LogMark) -> dict:
     and, with a verdict, `release.last_analysis`."""
     now = mark.at
     phase = Phase(release.phase)
-    step_mark = interval.marker(release.step_index, release.candidate_weight)
+    step_mark = _marker(phase, release.step_index, release.candidate_weight)
     step = interval.next_step(
         release.interval,
         mark=step_mark,
         now=now,
         seconds=release.analysis_interval_s,
-        judging=phase == Phase.PROGRESSING,
+        judging=phase in JUDGED,
     )
     if step == "open":
         carried = _carried(release, views)
@@ -201,13 +203,19 @@ def _judge(release: Release, views: dict, mark: observe.LogMark) -> dict:
 def _open_if_moved(release: Release, state, views: dict, mark: observe.LogMark) -> None:
     """The step or weight this tick moved to gets its interval now, so the next tick already
     guards the traffic the router sends at it (opening it then would cost the guard a tick)."""
-    step_mark = interval.marker(state.step_index, state.candidate_weight)
+    step_mark = _marker(state.phase, state.step_index, state.candidate_weight)
     if (release.interval or {}).get("marker") != step_mark:
         carried = _carried(release, views)
         # The router serves the new weight from now (its apply waits for nginx to say so).
         release.interval = interval.opened(
             step_mark, observe.counters_now(views, mark), carried, routed_at=time.time()
         )
+
+
+def _marker(phase: Phase, step_index: int, weight: float) -> list:
+    """The interval's marker: a shadow's intervals are its own (the candidate at 0 % gets
+    copies then, and none while loading)."""
+    return interval.marker(step_index, weight, shadow=phase is Phase.SHADOWING)
 
 
 def _carried(release: Release, views: dict) -> dict:
@@ -291,7 +299,20 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
     release.last_analysis["latency_margin_ms"] = (
         {k: round(v, 3) for k, v in noise.items()} if noise else knobs.latency_margin_ms
     )
-    return {"verdict": verdict.result, "verdict_reason": verdict.reason, "verdict_at": now}
+    result, reason = _with_agreement(release, verdict.result, verdict.reason)
+    return {"verdict": result, "verdict_reason": reason, "verdict_at": now}
+
+
+def _with_agreement(release: Release, result: str, reason: str) -> tuple[str, str]:
+    """A shadow's verdict with its answer-agreement gate (releases/agreement.py): a failed
+    gate fails the interval, one that has not compared enough keeps it from passing."""
+    gate = agreement.agreement_verdict(release) if release.phase == "SHADOWING" else None
+    if gate is None or result == "fail":
+        return result, reason
+    if gate[0] == "fail" or result == "pass":
+        release.last_analysis["agreement"] = gate[1]
+        return gate
+    return result, f"{reason}; {gate[1]}"
 
 
 def _p_values(metrics: dict) -> dict:

@@ -54,6 +54,15 @@ def json_object(value: str | None) -> dict | None:
 @click.option("--manual-gates", default=None, help="Steps that wait for approval, e.g. 50.")
 @click.option("--analysis", default=None, help="JSON, e.g. '{\"min_requests\": 50}'.")
 @click.option(
+    "--shadow",
+    "shadow_s",
+    type=float,
+    default=None,
+    help="Seconds of shadow before the first step: live requests copied to the candidate, "
+    "its answers thrown away and judged.",
+)
+@click.option("--shadow-share", type=float, default=None, help="Percent copied (default 100).")
+@click.option(
     "--confirm-unrouted",
     is_flag=True,
     help="Start even when more of the model's traffic than analysis.max_unrouted_share "
@@ -64,7 +73,17 @@ def json_object(value: str | None) -> dict | None:
 @output_option
 @api_command
 def release_start(
-    target, cluster, strategy, steps, interval, manual_gates, analysis, confirm_unrouted, **opts
+    target,
+    cluster,
+    strategy,
+    steps,
+    interval,
+    manual_gates,
+    analysis,
+    shadow_s,
+    shadow_share,
+    confirm_unrouted,
+    **opts,
 ):
     """Start releasing MODEL:VERSION on CLUSTER; --wait exits 0 promoted, 1 rolled back or
     failed (printing why), 4 when it waits for a person (paused, a manual gate)."""
@@ -77,6 +96,8 @@ def release_start(
         "step_interval_s": interval,
         "manual_gates": int_list(manual_gates) if manual_gates else None,
         "analysis": json_object(analysis),
+        "shadow_s": shadow_s,
+        "shadow_share": shadow_share,
     }
     body.update({key: value for key, value in extras.items() if value is not None})
     created = create(api, f"{API}/releases/", body)

@@ -33,12 +33,29 @@ LOG_FIELDS: dict[str, str] = {
     "sticky_key": "$sy_sticky",
     "request_id": "$request_id",
     "refused": "$sy_refused",  # "1" when nginx refused the request itself (allowlist.py)
+    "mirror": "$sy_mirror",  # "1" for a shadow's copy of a request (its answer thrown away)
 }
 
 
 def log_format() -> str:
     """The body of nginx's `log_format ... escape=json '<this>'` directive."""
     return "{" + ",".join(f'"{name}":"{var}"' for name, var in LOG_FIELDS.items()) + "}"
+
+
+# A shadow's sampled copies (releases/agreement.py reads them): the client's request body as
+# nginx kept it in memory ("" when it was too big for the buffer).
+SAMPLE_FIELDS: dict[str, str] = {
+    "ts": "$msec",
+    "request_id": "$http_x_request_id",
+    "model": "$sy_model",
+    "version": "$sy_version",
+    "body": "$request_body",
+}
+
+
+def sample_format() -> str:
+    """The body of the samples log's `log_format ... escape=json` directive."""
+    return "{" + ",".join(f'"{name}":"{var}"' for name, var in SAMPLE_FIELDS.items()) + "}"
 
 
 @dataclass(frozen=True)
@@ -59,6 +76,7 @@ class AccessLogEntry:
     sticky_key: str
     request_id: str
     refused: bool = False  # nginx refused it itself: not inference (allowlist.py)
+    mirror: bool = False  # a shadow's copy of a client's request, sent to `version`
 
     @property
     def is_error(self) -> bool:
@@ -78,6 +96,8 @@ def is_server_error(status: int, upstream_status: str) -> bool:
 
 def parse_routed(line: str, model: str) -> tuple[int, float, float, bool] | None:
     """(version, ts, request time in s, is_error) of one routed request to `model`, else None.
+    A shadow's mirrored copy counts for the version it was sent to (the candidate's evidence
+    while it only gets copies).
 
     The lean path for loops that read every line (release ticks): about half the cost of
     `parse_line`, and lines of other models are skipped before they are decoded.
@@ -121,6 +141,7 @@ def parse_line(line: str) -> AccessLogEntry | None:
             sticky_key=raw.get("sticky_key", ""),
             request_id=raw.get("request_id", ""),
             refused=raw.get("refused") == "1",
+            mirror=raw.get("mirror") == "1",
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -196,7 +217,9 @@ def router_counts(
         if entry is None or entry.refused or not keep(entry.ts):
             continue
         path = entry.request_uri.split("?", 1)[0]
-        if path in GRPC_INFER:
+        if entry.mirror and entry.model:  # a shadow's copy: the router sent it to Triton
+            out.split[entry.model] = out.split.get(entry.model, 0) + 1
+        elif path in GRPC_INFER:
             out.grpc += 1
         elif entry.method == "POST" and (match := _SPLIT_URI.match(path)):
             out.split[match.group(1)] = out.split.get(match.group(1), 0) + 1

@@ -46,6 +46,13 @@ class ModelRoute:
     # version -> the model name that serves it, where not the model's own (a config canary's
     # candidate under a sibling name: the client calls `model`, the node serves the sibling)
     targets: dict[int, str] = field(default_factory=dict)
+    # A shadow: this percent of the route's requests is also sent to `mirror_version` (its
+    # target), the answer thrown away; clients get the split's answer only.
+    mirror: float = 0.0
+    mirror_version: int | None = None
+    # Percent of the mirrored copies whose request body the router writes to its samples
+    # log, for a comparer to send to both versions (a shadow's answer agreement).
+    sample: float = 0.0
 
     def __post_init__(self) -> None:
         check_route(self)
@@ -99,6 +106,10 @@ class RouterState:
                         if r.targets
                         else {}
                     ),
+                    **(
+                        {"mirror": r.mirror, "mirror_version": r.mirror_version} if r.mirror else {}
+                    ),
+                    **({"sample": r.sample} if r.sample else {}),
                 }
                 for r in self.routes
             ],
@@ -113,6 +124,9 @@ class RouterState:
                 weights={int(v): float(w) for v, w in r["weights"].items()},
                 sticky_header=r.get("sticky_header"),
                 targets={int(v): str(n) for v, n in (r.get("targets") or {}).items()},
+                mirror=float(r.get("mirror") or 0.0),
+                mirror_version=r.get("mirror_version"),
+                sample=float(r.get("sample") or 0.0),
             )
             for r in data.get("routes", [])
         ]
@@ -160,6 +174,16 @@ def check_route(route: ModelRoute) -> None:
     total = sum(route.weights.values())
     if abs(total - 100.0) > 0.01:
         raise RouterError(f"Route of {route.model}: weights add up to {total:g}%, not 100%.")
+    mirror = route.mirror
+    if isinstance(mirror, bool) or not isinstance(mirror, int | float) or not 0 <= mirror <= 100:
+        raise RouterError(f"Route of {route.model}: mirror {mirror!r} must be 0..100 (percent).")
+    if mirror and route.mirror_version not in route.weights:
+        raise RouterError(f"Route of {route.model}: a mirror needs a routed mirror_version.")
+    sample = route.sample
+    if isinstance(sample, bool) or not isinstance(sample, int | float) or not 0 <= sample <= 100:
+        raise RouterError(f"Route of {route.model}: sample {sample!r} must be 0..100 (percent).")
+    if sample and not mirror:
+        raise RouterError(f"Route of {route.model}: only mirrored copies can be sampled.")
     for version, name in route.targets.items():
         if version not in route.weights or not MODEL_NAME.fullmatch(str(name or "")):
             raise RouterError(

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from integrations.routers import allowlist
-from integrations.routers.access_log import log_format
+from integrations.routers.access_log import log_format, sample_format
 from integrations.routers.base import (
     ApplyResult,
     ModelRoute,
@@ -44,6 +44,8 @@ from integrations.routers.base import (
 )
 
 STATUS_PATH = "/__switchyard/router"
+MIRROR_PATH = "/__switchyard/mirror/"
+COPY_PATH = "/__switchyard/copy/"
 STATE_MARK = "# switchyard-state: "
 _GENERATION = "@@GENERATION@@"
 _TEMP_PATHS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -79,7 +81,8 @@ def render_config(
             _indent(_http_settings(prefix)),
             *([_indent(_upstream(state.upstreams))] if state.upstreams else []),
             *(_indent(_split(route, i)) for i, route in enumerate(state.routes)),
-            _indent(_server(state.routes, f"{host}:{port}", bool(state.upstreams))),
+            _indent(_server(state.routes, f"{host}:{port}", bool(state.upstreams), prefix)),
+            *([_indent(_mirror_server(state.routes, prefix))] if _mirrors(state) else []),
             *(_indent(block) for block in grpc),
             "}",
             "",
@@ -133,6 +136,9 @@ def _http_settings(prefix: str) -> str:
             allowlist.refusal_map(),
             f"log_format switchyard escape=json '{log_format()}';",
             f'access_log "{prefix}/logs/access.log" switchyard;',
+            f"log_format switchyard_sample escape=json '{sample_format()}';",
+            # At most this many mirrored requests at once (the shadow's server); more: 429.
+            "limit_conn_zone $sy_mirror zone=sy_mirror:1m;",
         ]
     )
 
@@ -147,7 +153,8 @@ def _split(route: ModelRoute, index: int) -> str:
     key = "$request_id"
     blocks = [f"# route {index}: {route.model}"]
     if route.pinned_version() is not None:
-        return blocks[0] + f", pinned to version {route.pinned_version()}"
+        blocks[0] += f", pinned to version {route.pinned_version()}"
+        return "\n".join([*blocks, *_mirror_picks(route, index)])
     if route.sticky_header:
         header = "$http_" + route.sticky_header.lower().replace("-", "_")
         key = f"$sy_key_{index}"
@@ -156,6 +163,7 @@ def _split(route: ModelRoute, index: int) -> str:
     live = list(route.live_weights().items())
     entries = [f"    {percent(w)} {v};" for v, w in live[:-1]] + [f"    * {live[-1][0]};"]
     blocks.append(f'split_clients "{key}" $sy_version_{index} {{\n' + "\n".join(entries) + "\n}")
+    blocks += _mirror_picks(route, index)
     targets = {v: route.target(v) for v, _ in live if route.target(v) != route.model}
     if targets:  # a version served under another name (a config canary's sibling)
         names = [f"    default {route.model};", *(f"    {v} {n};" for v, n in targets.items())]
@@ -163,7 +171,118 @@ def _split(route: ModelRoute, index: int) -> str:
     return "\n".join(blocks)
 
 
-def _server(routes: list[ModelRoute], listen: str, has_nodes: bool) -> str:
+def _mirror_picks(route: ModelRoute, index: int) -> list[str]:
+    """The split_clients that pick the mirrored share of a route's requests, keyed by the
+    client request's id (the mirror server gets it as X-Request-Id), and the sampled share
+    of the copies (keyed apart, so the two picks are independent); none at 0 or 100 %."""
+    out = []
+    if 0 < route.mirror < 100:
+        picks = f'    {percent(route.mirror)} 1;\n    * "";'
+        out.append(f'split_clients "$http_x_request_id" $sy_mirror_pick_{index} {{\n{picks}\n}}')
+    if 0 < route.sample < 100:
+        picks = f'    {percent(route.sample)} 1;\n    * "";'
+        out.append(f'split_clients "${{http_x_request_id}}s" $sy_sample_{index} {{\n{picks}\n}}')
+    return out
+
+
+def _mirrors(state: RouterState) -> bool:
+    return bool(state.upstreams) and any(r.mirror for r in state.routes)
+
+
+def _mirror_socket(prefix: str) -> str:
+    """The unix socket of the shadow's server, inside the router's folder."""
+    path = f"{prefix}/mirror.sock"
+    if len(path.encode()) > 100:  # sun_path holds 108 bytes
+        raise RouterError(f"The router folder {prefix!r} is too long for a mirror's socket.")
+    return path
+
+
+def _mirror_location(route: ModelRoute, index: int, prefix: str) -> list[str]:
+    """The main server's side of a route's shadow: the mirror subrequest goes to the shadow's
+    server, which answers it at once. nginx holds a client's keep-alive connection until
+    every mirror subrequest of its last request is done, so a mirror straight to a slow
+    candidate would delay the client's next request by the candidate's time (measured:
+    202 ms against 0.6 ms behind a 200 ms mirror); the shadow's server copies the request on
+    a connection of its own instead (`_mirror_server`)."""
+    return [
+        f"location = {MIRROR_PATH}{index} {{",
+        "    internal;",
+        # A subrequest shares the client request's variables and runs the server's defaults
+        # again: set back what the client's log line says.
+        *_route_variables(route, index),
+        f"    proxy_pass http://unix:{_mirror_socket(prefix)};",
+        "}",
+    ]
+
+
+def _mirror_server(routes: list[ModelRoute], prefix: str) -> str:
+    """The shadow's server (a unix socket in the router's folder). A route's mirrored
+    request that its share picks is copied to the mirror version (a subrequest of this
+    server's own request, so nothing waits for it on the client's connection) and answered
+    at once by `empty_gif` (a 405 to a POST, thrown away); the copy is logged as the model
+    and that version with `mirror` 1. Unpicked requests answer 204; nothing is served
+    otherwise. At most 64 copies run at once (more are dropped, answered 429)."""
+    lines = [
+        f"listen unix:{_mirror_socket(prefix)};",
+        'set $sy_model "";',
+        'set $sy_version "";',
+        'set $sy_sticky "";',
+        'set $sy_refused "";',
+        'set $sy_mirror "1";',
+        "default_type application/json;",
+        "proxy_http_version 1.1;",
+        'proxy_set_header Connection "";',
+        "proxy_set_header X-Request-Id $http_x_request_id;",
+        "limit_conn sy_mirror 64;",
+        "limit_conn_status 429;",
+        "limit_conn_log_level info;",
+        # Bodies up to this size stay in memory, so a sampled copy's can be logged.
+        "client_body_buffer_size 64k;",
+        "client_body_in_single_buffer on;",
+    ]
+    for index, route in enumerate(routes):
+        if route.mirror:
+            lines += _mirror_copy(route, index, prefix)
+    lines += ["location / {", "    access_log off;", "    return 404;", "}"]
+    return _server_block(lines)
+
+
+def _mirror_copy(route: ModelRoute, index: int, prefix: str) -> list[str]:
+    version = route.mirror_version
+    sampled = []
+    if route.sample:  # a location's access_log replaces the inherited one: both named here
+        when = f" if=$sy_sample_{index}" if route.sample < 100 else ""
+        sampled = [
+            f'    access_log "{prefix}/logs/access.log" switchyard;',
+            f'    access_log "{prefix}/logs/samples.log" switchyard_sample{when};',
+        ]
+    pick = (
+        [f'    if ($sy_mirror_pick_{index} = "") {{', "        return 204;", "    }"]
+        if route.mirror < 100
+        else []
+    )
+    return [
+        f"location = {MIRROR_PATH}{index} {{",
+        "    access_log off;",
+        *pick,
+        f"    mirror {COPY_PATH}{index};",
+        "    mirror_request_body on;",
+        "    empty_gif;",
+        "}",
+        f"location = {COPY_PATH}{index} {{",
+        "    internal;",
+        "    log_subrequest on;",
+        *sampled,
+        "    proxy_ignore_client_abort on;",
+        f'    set $sy_model "{route.model}";',
+        f"    set $sy_version {version};",
+        f"    rewrite ^ /v2/models/{route.target(version)}/versions/$sy_version/infer break;",
+        "    proxy_pass http://triton;",
+        "}",
+    ]
+
+
+def _server(routes: list[ModelRoute], listen: str, has_nodes: bool, prefix: str) -> str:
     """The one server block: the status location, the routes, the allowlist (allowlist.py);
     with no node to send to (nginx refuses an empty upstream), allowed requests answer 503
     and say why."""
@@ -174,6 +293,7 @@ def _server(routes: list[ModelRoute], listen: str, has_nodes: bool) -> str:
         'set $sy_version "";',
         'set $sy_sticky "";',
         'set $sy_refused "";',
+        'set $sy_mirror "";',
         # nginx's own answers (refusals, no node) are JSON like Triton's errors.
         "default_type application/json;",
         "proxy_http_version 1.1;",
@@ -189,6 +309,8 @@ def _server(routes: list[ModelRoute], listen: str, has_nodes: bool) -> str:
         return _server_block([*lines, *allowlist.http_locations([f"return 503 {_NO_NODES};"])])
     for index, route in enumerate(routes):
         lines += _route_location(route, index)
+        if route.mirror:
+            lines += _mirror_location(route, index, prefix)
     lines += allowlist.http_locations(["proxy_pass http://triton;"])
     return _server_block(lines)
 
@@ -204,6 +326,7 @@ def _grpc_blocks(upstreams: list[str], grpc_listen: str) -> list[str]:
         'set $sy_version "";',
         'set $sy_sticky "";',
         'set $sy_refused "";',
+        'set $sy_mirror "";',
         # A refusal is a trailers-only gRPC answer: HTTP 200, the status in its headers.
         "default_type application/grpc;",
     ]
@@ -220,10 +343,20 @@ def _server_block(lines: list[str]) -> str:
     return "server {\n" + _indent("\n".join(lines)) + "\n}"
 
 
+def _route_variables(route: ModelRoute, index: int) -> list[str]:
+    """The `set` lines naming a routed request's model, version and sticky key (the log's)."""
+    pinned = route.pinned_version()
+    sticky = "$http_" + route.sticky_header.lower().replace("-", "_") if route.sticky_header else ""
+    return [
+        f'    set $sy_model "{route.model}";',
+        f"    set $sy_version {pinned or f'$sy_version_{index}'};",
+        *([f"    set $sy_sticky {sticky};"] if sticky else []),
+    ]
+
+
 def _route_location(route: ModelRoute, index: int) -> list[str]:
     model = route.model  # [A-Za-z0-9_.-]+: literal in an exact-match location and a rewrite
     pinned = route.pinned_version()
-    sticky = "$http_" + route.sticky_header.lower().replace("-", "_") if route.sticky_header else ""
     if pinned is not None:
         target = route.target(pinned)
     elif any(route.target(v) != model for v in route.live_weights()):
@@ -233,9 +366,12 @@ def _route_location(route: ModelRoute, index: int) -> list[str]:
     return [
         f"location = /v2/models/{model}/infer {{",
         *(f"    {line}" for line in allowlist.method_check("POST")),
-        f'    set $sy_model "{model}";',
-        f"    set $sy_version {pinned or f'$sy_version_{index}'};",
-        *([f"    set $sy_sticky {sticky};"] if sticky else []),
+        *_route_variables(route, index),
+        *(
+            [f"    mirror {MIRROR_PATH}{index};", "    mirror_request_body on;"]
+            if route.mirror
+            else []
+        ),
         f"    rewrite ^ /v2/models/{target}/versions/$sy_version/infer break;",
         "    proxy_pass http://triton;",
         "}",

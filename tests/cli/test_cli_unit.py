@@ -235,10 +235,13 @@ def test_release_start_sends_confirm_unrouted_only_when_asked(monkeypatch, tmp_p
     try:
         start = ["release", "start", "risk_score:2", "--cluster", "prod"]
         refused = CliRunner().invoke(cli, start)
-        confirmed = CliRunner().invoke(cli, [*start, "--confirm-unrouted"])
+        shadow = ["--shadow", "30", "--shadow-share", "20"]
+        confirmed = CliRunner().invoke(cli, [*start, "--confirm-unrouted", *shadow])
     finally:
         server.shutdown()
         server.server_close()
     assert refused.exit_code == 2 and "40% unrouted" in refused.output
     assert confirmed.exit_code == 0, confirmed.output
     assert ["confirm_unrouted" in b for b in _Releases.bodies] == [False, True]
+    assert "shadow_s" not in _Releases.bodies[0]  # the API's default: no shadow
+    assert (_Releases.bodies[1]["shadow_s"], _Releases.bodies[1]["shadow_share"]) == (30, 20)

@@ -19,7 +19,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from integrations.routers import ModelRoute, RouterError, RouterState
-from integrations.routers.access_log import AccessLogTail, summarize
+from integrations.routers.access_log import AccessLogTail, parse_line, summarize
 from integrations.routers.nginx import NginxRouter
 from integrations.triton.local import free_ports
 from tests.exampledata import example_config_json, example_files
@@ -385,6 +385,66 @@ def test_a_version_under_a_sibling_name_takes_its_share_and_is_logged_as_the_mod
         assert logged == {(model, 1): answered[(model, "1")], (model, 2): answered[(sibling, "2")]}
         router.apply(RouterState(upstreams, [ModelRoute(model, {2: 100.0}, targets={2: sibling})]))
         assert versions_of(router, model, 20) == Counter({"2": 20})
+    finally:
+        for client in clients:
+            try:
+                client.unload_model(sibling, headers=key, client_timeout=60)
+            finally:
+                client.close()
+
+
+def test_a_shadow_mirrors_its_share_to_a_slow_sibling_and_clients_only_get_the_baseline(
+    router, model, upstreams, triton_cluster
+):
+    """A shadow: v2 under `<model>--c2` with a 300 ms batching delay gets a copy of half the
+    clients' requests; clients get v1's answers only, and each copy is logged as v2 with
+    `mirror` 1 by the shadow's server, its status and time the candidate's."""
+    sibling = f"{model}--c2"
+    config = json.loads(example_config_json("risk_score", name=sibling, versions=[2]))
+    config["dynamic_batching"] = {"max_queue_delay_microseconds": "300000"}
+    clients = [grpcclient.InferenceServerClient(node.grpc_url) for node in triton_cluster.nodes]
+    key = grpc_key(triton_cluster.nodes[0])
+    try:
+        for client in clients:
+            client.load_model(
+                sibling, config=json.dumps(config), files=example_files("risk_score", 2),
+                headers=key, client_timeout=60,
+            )  # fmt: skip
+        route = ModelRoute(
+            model, {1: 100.0, 2: 0.0}, targets={2: sibling}, mirror=50.0, mirror_version=2
+        )
+        router.apply(RouterState(upstreams, [route]))
+        tail = AccessLogTail.from_end(router.access_log_path)
+        started = time.perf_counter()
+        seen = versions_of(router, model, 60)
+        took_s = time.perf_counter() - started
+        assert seen == Counter({"1": 60})  # no client ever got the candidate's answer
+        lines: list[str] = []
+        deadline, quiet_since = time.monotonic() + 20, time.monotonic()
+        while time.monotonic() < deadline:  # until the copies stop coming for a second
+            more = tail.read_lines()
+            lines += more
+            quiet_since = time.monotonic() if more else quiet_since
+            if len(lines) >= 60 and time.monotonic() - quiet_since > 1.0:
+                break
+            time.sleep(0.1)
+        entries = [e for e in map(parse_line, lines) if e is not None]
+        copies = [e for e in entries if e.mirror]
+        client_lines = [e for e in entries if not e.mirror]
+        assert [e.version for e in client_lines] == [1] * 60, [
+            e for e in client_lines if e.version != 1
+        ][:2]
+        assert 15 <= len(copies) <= 45, len(copies)  # about half, picked per request id
+        assert all(e.model == model and e.version == 2 and e.status == 200 for e in copies)
+        slowest_copy = max(e.request_time_s for e in copies)
+        print(
+            f"MEASURED shadow: 60 sequential keep-alive requests took {took_s * 1000:.0f} ms "
+            f"with {len(copies)} copies to a candidate whose slowest took "
+            f"{slowest_copy * 1000:.0f} ms"
+        )
+        assert slowest_copy >= 0.25  # the copies did wait for the slow candidate
+        errors = router.error_log_path.read_text()
+        assert "upstream timed out" not in errors, errors[-600:]
     finally:
         for client in clients:
             try:

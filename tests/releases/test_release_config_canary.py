@@ -1,14 +1,18 @@
-"""Config canaries end to end: a candidate whose config differs from the baseline's serves
-beside it under its sibling name (`<model>--c<version>`) on the same real Triton nodes, the
-real nginx router sends the candidate's share of the model's path there, clients keep
-calling the model's name. Ticks run on the session's lane workers (tests/ticking.py)."""
+"""Config canaries and shadows end to end, on the same real Triton nodes behind a real nginx
+router with clients calling the model's name. A candidate whose config differs from the
+baseline's serves beside it under its sibling name (`<model>--c<version>`) and the router
+sends the candidate's share there; a shadow mirrors requests to the candidate before any
+client gets it. Ticks run on the session's lane workers (tests/ticking.py)."""
 
 import pytest
 
 from deployments.temporary import sibling_name
+from integrations.routers.access_log import parse_line
 from models_registry.services import model_version_derive
+from releases import routing
 from releases.services import release_create
 from tests.nodes import keyed_client
+from tests.registry.archives import register_risk_score_as
 from tests.releases.test_release_flow import (
     Traffic,
     _loaded,
@@ -117,4 +121,128 @@ def test_a_config_that_makes_it_slower_is_rolled_back_with_the_baselines_config_
     assert _loaded(world, "cfg_slow") == [{"1"}, {"1"}]
     assert _delays(world, "cfg_slow") == ["500", "500"]  # never reloaded under v2's config
     assert _loaded(world, sibling) == [set(), set()]
+    _unload(world, model)
+
+
+# ---------------------------------------------------------------- shadows
+
+
+def _copies(world) -> list:
+    """The router's logged copies of requests (a shadow's), oldest first."""
+    path = routing.access_log_path(world["cluster"])
+    entries = [parse_line(line) for line in path.read_text().splitlines()]
+    return [e for e in entries if e is not None and e.mirror]
+
+
+def test_a_shadow_catches_a_faulty_candidate_before_any_client_gets_it(release_world, ticking):
+    world = release_world
+    model, baseline = _model_serving(world, "shadow_bad", SLA, 1)
+    candidate = register_risk_score_as(model, world["ada"], 3)  # fails a share of requests
+    with Traffic(world["port"], "shadow_bad") as traffic:
+        traffic.more(20)
+        release = release_create(
+            cluster=world["cluster"], candidate=candidate, actor=world["rita"],
+            steps=[25, 100], step_interval_s=2, shadow_s=30, shadow_share=100,
+            analysis={"min_requests": 10, "max_failed_checks": 1}, drain_s=0.5,
+            progress_deadline_s=90,
+        )  # fmt: skip
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        traffic.more(20)
+    assert release.phase == "ROLLED_BACK", (release.reason, _messages(release))
+    phases = list(release.events.filter(kind="phase").values_list("message", flat=True))
+    assert any(m.startswith("LOADING → SHADOWING") for m in phases), phases
+    assert any(m.startswith("SHADOWING → ROLLING_BACK") for m in phases), phases
+    assert release.candidate_weight == 0.0  # never a step
+    # No client request was ever answered by the candidate, and none failed.
+    assert set(traffic.versions) == {"1"} and traffic.failed == 0, traffic.summary()
+    copies = _copies(world)
+    assert copies and {e.version for e in copies} == {candidate.version}
+    assert any(e.is_error for e in copies)  # what the candidate answered the copies
+    assert _loaded(world, "shadow_bad") == [{"1"}, {"1"}]
+    _unload(world, model)
+
+
+def test_a_healthy_candidate_passes_its_shadow_and_then_walks_its_steps(release_world, ticking):
+    world = release_world
+    model, baseline = _model_serving(world, "shadow_ok", SLA, 1)
+    candidate = register_risk_score_as(model, world["ada"], 2)
+    with Traffic(world["port"], "shadow_ok") as traffic:
+        traffic.more(20)
+        release = release_create(
+            cluster=world["cluster"], candidate=candidate, actor=world["rita"],
+            steps=[50, 100], step_interval_s=2, shadow_s=4, shadow_share=50,
+            analysis={"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 5},
+            drain_s=0.5, progress_deadline_s=90,
+        )  # fmt: skip
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+    assert release.phase == "SUCCEEDED", (release.reason, _messages(release))
+    phases = list(release.events.filter(kind="phase").values_list("message", flat=True))
+    assert any(m.startswith("SHADOWING → PROGRESSING: 0% → 50%: shadow passed") for m in phases)
+    effects = list(release.events.filter(kind="effect").values_list("message", flat=True))
+    assert "router: 0% to v2, 50% of requests mirrored to it" in effects, effects
+    assert traffic.failed == 0, traffic.summary()
+    assert_retries_within(traffic, release)
+    copies = _copies(world)
+    assert len(copies) >= 10 and all(e.status == 200 and e.version == 2 for e in copies)
+    _unload(world, model)
+
+
+# ---------------------------------------------------------------- answer agreement
+
+AGREEMENT = {"sample_share": 50, "max_per_s": 40, "min_agreement": 0.99, "min_compared": 100}
+
+
+def _shadow_with_agreement(world, ticking, name: str, disagree_rate: float, shadow_s: float):
+    """A release of variant 5 (v2's scores; `disagree_rate` of inputs moved) against v2 with
+    a shadow whose answers are compared, ticked until it ends; (release, traffic)."""
+    model, baseline = _model_serving(world, name, SLA, 2)
+    candidate = register_risk_score_as(
+        model, world["ada"], 5, failure_rate=0.0, disagree_rate=disagree_rate
+    )
+    with Traffic(world["port"], name) as traffic:
+        traffic.more(20)
+        release = release_create(
+            cluster=world["cluster"], candidate=candidate, actor=world["rita"],
+            steps=[50, 100], step_interval_s=2, shadow_s=shadow_s, shadow_share=100,
+            agreement=AGREEMENT, drain_s=0.5, progress_deadline_s=120,
+            analysis={"min_requests": 10, "max_failed_checks": 1, "latency_tolerance": 5},
+        )  # fmt: skip
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"}, 150)
+    return model, release, traffic
+
+
+def test_the_agreement_gate_refuses_a_candidate_that_answers_5_percent_of_inputs_otherwise(
+    release_world, ticking
+):
+    world = release_world
+    model, release, traffic = _shadow_with_agreement(world, ticking, "agree_bad", 0.05, 60)
+    assert release.phase == "ROLLED_BACK", (release.reason, _messages(release))
+    assert "answers agree on" in release.outcome_reason, release.outcome_reason
+    assert set(traffic.versions) == {"1"} and traffic.failed == 0, (
+        traffic.summary()
+    )  # v1: variant 2
+    found = release.agreement_state
+    assert found["compared"] >= 100 and found["agreed"] < found["compared"], found
+    assert 0.85 < found["agreed"] / found["compared"] < 0.99, found  # 4 of the 64 inputs
+    assert found["outputs"]["SCORE"][0] == found["compared"]
+    assert found["examples"] and "SCORE: [0]" in found["examples"][0]["why"]
+    assert found["baseline_requests"] == found["compared"]
+    _unload(world, model)
+
+
+def test_an_identical_candidate_passes_the_agreement_gate_and_is_promoted(
+    release_world, ticking, client
+):
+    world = release_world
+    model, release, traffic = _shadow_with_agreement(world, ticking, "agree_ok", 0.0, 8)
+    assert release.phase == "SUCCEEDED", (release.reason, _messages(release))
+    found = release.agreement_state
+    assert found["compared"] >= 100 and found["agreed"] == found["compared"], found
+    assert found["examples"] == [] and traffic.failed == 0, traffic.summary()
+    # The comparer's load on the baseline stayed within its rate over the shadow.
+    assert found["baseline_requests"] <= AGREEMENT["max_per_s"] * (8 + 10), found
+    client.force_login(world["rita"])
+    text = client.get(f"/releases/{release.pk}/").content.decode()
+    assert 'data-testid="agreement"' in text
+    assert f"{found['agreed']} of {found['compared']} inputs agree (100%)" in text
     _unload(world, model)

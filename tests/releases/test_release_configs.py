@@ -142,3 +142,37 @@ def test_the_cockpit_of_a_config_canary_shows_the_sibling_and_the_differences(wo
         "<tr><td><code>max_batch_size</code></td><td><code>64</code></td>"
         "<td><code>16</code></td></tr>"
     ) in text
+
+
+def test_a_shadow_is_checked_at_the_start_and_shown_on_the_cockpit(world, client):
+    api = world["api"]
+    body = {**BODY, "candidate_version": 2, "dry_run": True}
+    for extra, field, words in (
+        ({"shadow_s": 30, "shadow_share": 0}, "shadow_share", "more than 0 %"),
+        ({"shadow_s": 700}, "shadow_s", "shorter than progress_deadline_s"),
+        ({"shadow_s": -1}, "shadow_s", "greater than or equal to 0"),
+    ):
+        refused = api.post("/api/v1/releases/", {**body, **extra}, format="json")
+        assert refused.status_code == 400, refused.content
+        error = refused.json()["errors"][0]
+        assert error["field"] == field and words in error["message"], error
+    bare = cluster_create(actor=world["rita"], name="bare", environment="staging", router={})
+    serving_state_set(cluster=bare, model=world["model"], versions=[world["versions"][0]])
+    no_router = api.post(
+        "/api/v1/releases/",
+        {**body, "cluster": "bare", "strategy": "blue_green", "shadow_s": 30},
+        format="json",
+    )
+    assert no_router.status_code == 400 and "a shadow needs one" in no_router.content.decode()
+    client.force_login(world["rita"])
+    page = client.post(
+        "/releases/start/",
+        {"cluster_id": world["cluster"].pk, "version_id": world["versions"][1].pk,
+         "strategy": "canary", "steps": "10,100", "shadow_s": "45", "shadow_share": "20"},
+    )  # fmt: skip
+    release = Release.objects.get()
+    assert page.status_code == 302 and (release.shadow_s, release.shadow_share) == (45.0, 20.0)
+    detail = api.get(f"/api/v1/releases/{release.pk}/").json()
+    assert (detail["shadow_s"], detail["shadow_share"], detail["router_mirror"]) == (45, 20, None)
+    text = client.get(f"/releases/{release.pk}/").content.decode()
+    assert 'data-testid="shadow-step"' in text and "shadow 45 s (20% copied)" in text

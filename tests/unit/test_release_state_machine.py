@@ -37,6 +37,8 @@ SPEC = Spec(
 )
 GATED_FIRST = replace(SPEC, steps=(Step(5, manual_gate=True), Step(100)))
 BLUE_GREEN = replace(SPEC, steps=(Step(100),), strategy="blue_green")
+SHADOWED = replace(SPEC, shadow_s=60)
+MIRROR = (SetWeights(0.0, mirror=True), BOTH)
 
 
 def st(phase: Phase = P.PROGRESSING, **kw) -> State:
@@ -78,6 +80,9 @@ class Case:
     fields: dict = field(default_factory=dict)
 
 
+SHADOW = State(phase=P.SHADOWING, step_started_at=0.0)
+SHADOW_PASS = ob(70, router_applied_weight=0, router_mirroring=True, verdict="pass", verdict_at=70)
+PAUSED_SHADOW = st(P.PAUSED, paused_from=P.SHADOWING)
 PAUSED_RUN = st(P.PAUSED, step_index=1, candidate_weight=25.0, paused_from=P.PROGRESSING)
 PAUSED_GATE = st(P.PAUSED, step_index=2, candidate_weight=25.0, paused_from=P.WAITING_APPROVAL)
 WAITING = st(P.WAITING_APPROVAL, step_index=2, candidate_weight=25.0)
@@ -96,6 +101,22 @@ CASES = [
     Case("loading-gated-first-step-waits-at-0", st(P.LOADING),
          ob(candidate_ready=True, router_applied_weight=0), P.WAITING_APPROVAL,
          (SetWeights(0.0), BOTH), "awaiting approval for 5%", GATED_FIRST),
+    Case("loading-ready-with-a-shadow-mirrors-first", st(P.LOADING),
+         ob(candidate_ready=True, router_applied_weight=0), P.SHADOWING, MIRROR,
+         "shadow for 60 s", SHADOWED, fields={"candidate_weight": 0.0, "step_started_at": 40}),
+    Case("shadow-passed-enters-step-0", SHADOW, SHADOW_PASS, P.PROGRESSING,
+         (SetWeights(5.0), BOTH), "shadow passed", SHADOWED, fields={"candidate_weight": 5.0}),
+    Case("shadow-passed-gated-first-step-waits", SHADOW, SHADOW_PASS, P.WAITING_APPROVAL,
+         (SetWeights(0.0), BOTH), "awaiting approval for 5%",
+         replace(GATED_FIRST, shadow_s=60)),
+    Case("shadow-pause", SHADOW, act("pause"), P.PAUSED, MIRROR, "paused by ana", SHADOWED,
+         fields={"paused_from": P.SHADOWING}),
+    Case("shadow-fail-rolls-back", st(P.SHADOWING, failed_checks=1),
+         ob(router_applied_weight=0, router_mirroring=True, verdict="fail", verdict_at=40,
+            verdict_reason="errors 9/20"), P.ROLLING_BACK, (SetWeights(0.0),),
+         "2/2 failed checks at shadow: errors 9/20", SHADOWED),
+    Case("resume-returns-to-the-shadow", PAUSED_SHADOW, act("resume"), P.SHADOWING, MIRROR,
+         "resumed by ana", SHADOWED, fields={"step_started_at": 40}),
     Case("loading-rollback-by-human", st(P.LOADING), act("rollback"), P.ROLLING_BACK,
          (SetWeights(0.0),)),
     Case("loading-failure-fails-keeping-baseline", st(P.LOADING),
@@ -168,7 +189,7 @@ def test_terminal_phases_allow_no_transition() -> None:
 
 EXPECTED_ACTIONS = {
     "approve": {P.WAITING_APPROVAL},
-    "pause": {P.PROGRESSING, P.WAITING_APPROVAL},
+    "pause": {P.SHADOWING, P.PROGRESSING, P.WAITING_APPROVAL},
     "resume": {P.PAUSED},
     "rollback": set(P) - TERMINAL - {P.ROLLING_BACK},
     "promote": {P.PROGRESSING, P.WAITING_APPROVAL, P.PAUSED},
@@ -518,3 +539,20 @@ def test_promote_and_approve_by_hand_do_not_advance_into_a_freeze() -> None:
     gate = st(P.WAITING_APPROVAL, step_index=2, candidate_weight=25.0)
     d = decide(SPEC, gate, act("approve", frozen=FROZEN))
     assert d.state.phase is P.PAUSED and d.state.candidate_weight == 25.0
+
+
+def test_a_shadow_waits_for_the_mirror_and_holds_a_pass_until_its_time_is_up():
+    waiting = decide(SHADOWED, SHADOW, ob(10, router_applied_weight=0))
+    assert waiting.state.phase is P.SHADOWING and without_wait(waiting) == MIRROR
+    assert "router mirroring" in [e for e in waiting.effects if isinstance(e, Wait)][0].reason
+    early = ob(30, router_applied_weight=0, router_mirroring=True, verdict="pass", verdict_at=30)
+    held = decide(SHADOWED, SHADOW, early)
+    assert held.state.phase is P.SHADOWING and held.state.checked_until == 30
+    assert (
+        held.events[0].kind == "check"
+        and "mirroring until the shadow ends" in held.events[0].message
+    )
+    guarded = decide(SHADOWED, SHADOW, guard())
+    assert guarded.state.phase is P.ROLLING_BACK and "fast guard" in guarded.state.reason
+    with pytest.raises(ValueError, match="shadow_s"):
+        replace(SPEC, shadow_s=300)

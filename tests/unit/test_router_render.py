@@ -363,3 +363,68 @@ def test_targets_survive_the_state_mark_and_bad_targets_are_refused():
     for targets in ({3: "risk--c3"}, {2: "a b"}, {2: "x;y"}, {2: ""}):
         with pytest.raises(RouterError, match="target"):
             ModelRoute("risk", {1: 50.0, 2: 50.0}, targets=targets)
+
+
+# ---------------------------------------------------------------- shadow (mirror)
+
+
+def test_a_shadow_mirrors_the_picked_share_through_its_own_server():
+    route = ModelRoute(
+        "risk", {1: 100.0, 2: 0.0}, targets={2: "risk--c2"}, mirror=25.0, mirror_version=2
+    )
+    config = render(route)
+    assert 'split_clients "$http_x_request_id" $sy_mirror_pick_0 {' in config
+    assert [x.strip() for x in block(config, "$sy_mirror_pick_0 {").splitlines()[1:-1]] == [
+        "25% 1;",
+        '* "";',
+    ]
+    location = block(config, "location = /v2/models/risk/infer {")
+    assert "mirror /__switchyard/mirror/0;" in location and "mirror_request_body on;" in location
+    assert "rewrite ^ /v2/models/risk/versions/$sy_version/infer break;" in location  # clients: v1
+    main, shadow = config.split(f"listen unix:{PREFIX}/mirror.sock;")
+    inner = block(main, "location = /__switchyard/mirror/0 {")
+    assert "internal;" in inner and 'set $sy_model "risk";' in inner
+    assert f"proxy_pass http://unix:{PREFIX}/mirror.sock;" in inner
+    assert 'set $sy_mirror "1";' in shadow
+    picked = block(shadow, "location = /__switchyard/mirror/0 {")
+    assert 'if ($sy_mirror_pick_0 = "") {' in picked and "return 204;" in picked
+    assert "mirror /__switchyard/copy/0;" in picked and "empty_gif;" in picked
+    copy = block(shadow, "location = /__switchyard/copy/0 {")
+    assert "rewrite ^ /v2/models/risk--c2/versions/$sy_version/infer break;" in copy
+    assert "set $sy_version 2;" in copy and "proxy_ignore_client_abort on;" in copy
+    assert "log_subrequest on;" in copy
+    assert "limit_conn sy_mirror 64;" in shadow
+
+
+def test_a_whole_shadow_mirrors_every_request_and_no_shadow_renders_no_mirror_server():
+    every = render(ModelRoute("risk", {1: 100.0, 2: 0.0}, mirror=100.0, mirror_version=2))
+    assert "$sy_mirror_pick_0" not in every and "mirror.sock" in every
+    copy = block(every.split("listen unix:")[1], "location = /__switchyard/copy/0 {")
+    assert "rewrite ^ /v2/models/risk/versions/$sy_version/infer break;" in copy
+    none = render(ModelRoute("risk", {1: 100.0, 2: 0.0}))
+    assert "mirror.sock" not in none and "mirror /" not in none and "unix:" not in none
+
+
+def test_mirror_settings_are_checked_and_survive_the_state_mark():
+    route = ModelRoute("risk", {1: 100.0, 2: 0.0}, mirror=12.5, mirror_version=2)
+    state = RouterState(upstreams=UPSTREAMS, routes=[route])
+    assert RouterState.from_json(json.loads(json.dumps(state.to_json()))) == state
+    for bad in (
+        {"mirror": 101.0, "mirror_version": 2},
+        {"mirror": 5.0},
+        {"mirror": 5.0, "mirror_version": 3},
+    ):
+        with pytest.raises(RouterError, match="mirror"):
+            ModelRoute("risk", {1: 100.0, 2: 0.0}, **bad)
+
+
+def test_a_mirror_line_is_the_models_and_counts_as_routed():
+    line = json.dumps({"ts": "1.5", "model": "risk", "version": "2", "status": "200",
+                       "upstream_status": "200", "request_time": "0.010", "mirror": "1",
+                       "method": "POST", "request_uri": "/__switchyard/mirror/0",
+                       "uri": "/v2/models/risk--c2/versions/2/infer"},
+                      separators=(",", ":"))  # as nginx writes it  # fmt: skip
+    assert parse_line(line).mirror and parse_routed(line, "risk") == (2, 1.5, 0.01, False)
+    from integrations.routers.access_log import router_counts
+
+    assert router_counts([line]).split == {"risk": 1}

@@ -7,10 +7,13 @@ Switchyard's, pass):
   alone (HTTP 500 to the client, the rest of the batch answered), the way a flaky
   dependency fails: Triton counts such responses as successes, only the router's log sees
   them;
-* each request takes `extra_ms` longer (0 here), as a slower dependency would.
+* each request takes `extra_ms` longer (0 here), as a slower dependency would;
+* the score of a `disagree_rate` share of inputs (0 here; the same inputs every time, picked
+  by a hash of the features) is moved by 0.25, as a subtly wrong build would answer.
 Tests and benches write their own faults.json to get a breach of any size.
 """
 
+import hashlib
 import json
 import os
 import time
@@ -30,6 +33,7 @@ class TritonPythonModel:
         self.failure_rate = float(faults.get("failure_rate", 0.0))
         self.extra_s = float(faults.get("extra_ms", 0.0)) / 1000.0
         self.healthy = int(faults.get("healthy_requests", 0))
+        self.disagree_rate = float(faults.get("disagree_rate", 0.0))
         self.rng = np.random.default_rng()
 
     def execute(self, requests):
@@ -47,5 +51,15 @@ class TritonPythonModel:
             hidden = np.maximum(features @ self.w1 + self.b1, 0.0)
             logits = hidden @ self.w2 + self.b2
             score = (1.0 / (1.0 + np.exp(-logits))).astype(np.float32).reshape(-1, 1)
+            if faulty and self.disagree_rate:
+                score = self._disagreeing(features, score)
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("SCORE", score)]))
         return responses
+
+    def _disagreeing(self, features, score):
+        """`score` with the rows the disagree_rate picks (by their features' hash) moved."""
+        for row in range(features.shape[0]):
+            digest = hashlib.sha256(np.ascontiguousarray(features[row]).tobytes()).digest()
+            if int.from_bytes(digest[:4], "big") / 2**32 < self.disagree_rate:
+                score[row, 0] += -0.25 if score[row, 0] >= 0.75 else 0.25
+        return score
