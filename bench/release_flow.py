@@ -9,7 +9,8 @@ Prints, measured in this one run:
    its first routed request to weight 0 (goal: at most two tick intervals + 1 s) and failed
    requests / (request rate x 5% x detection time) (goal at most 1);
 3. a shadow, three times (each run and the median): every request mirrored to the
-   candidate for 20 s with a sample of the answers compared: client p99 during the shadow /
+   candidate for 20 s (BENCH_SHADOW_SHARE=<percent> copies fewer) with a sample of the
+   answers compared: client p99 during the shadow /
    p99 in the 20 s before it (goal at most 1.1), and the comparer's extra load on the
    baseline (its requests a second, and as a share of the clients').
 BENCH_PARTS=good,bad,shadow (the default) picks the parts.
@@ -54,6 +55,7 @@ GOOD_RUNS = int(os.environ.get("BENCH_GOOD_RUNS", 5))
 BAD_RUNS = 3  # detection time depends on which requests the split sends: median of runs
 SHADOW_RUNS = 3
 SHADOW_S = 20.0
+SHADOW_SHARE = float(os.environ.get("BENCH_SHADOW_SHARE", 100))  # percent of requests copied
 PARTS = set(os.environ.get("BENCH_PARTS", "good,bad,shadow").split(","))
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
@@ -360,8 +362,10 @@ def _good(world, port, sla, release_create, Release, setup, run: int) -> tuple[i
 
 
 def _shadow(world, port, sla, release_create, Release, setup, run: int) -> tuple[float, float]:
-    """A shadow of SHADOW_S mirroring every request, a sample of the answers compared: the
-    clients' p99 while the router mirrored / before it, and the comparer's load."""
+    """A shadow of SHADOW_S mirroring SHADOW_SHARE % of the requests, a sample of the answers
+    compared: the clients' p99 while the router mirrored / before it, and the comparer's
+    load. (The example's v1 and v2 are different models: their answers are not expected
+    to agree, and no agreement gate is set.)"""
     _, _, candidate = setup(world, f"bench_shadow{run}", 2, sla)
     traffic = TimedTraffic(port, f"bench_shadow{run}", rate=GOOD_RATE)
     agreement = {"sample_share": 10, "max_per_s": 10, "min_compared": 20}
@@ -371,7 +375,8 @@ def _shadow(world, port, sla, release_create, Release, setup, run: int) -> tuple
         release = release_create(
             cluster=world["cluster"], candidate=candidate, actor=world["rita"],
             steps=[100], step_interval_s=4, analysis={"min_requests": 20}, drain_s=1,
-            progress_deadline_s=120, shadow_s=SHADOW_S, shadow_share=100, agreement=agreement,
+            progress_deadline_s=120, shadow_s=SHADOW_S, shadow_share=SHADOW_SHARE,
+            agreement=agreement,
         )  # fmt: skip
         release = _run(release, {"SUCCEEDED", "ROLLED_BACK", "FAILED"}, Release, 180)
     effects = list(release.events.filter(kind__in=["effect", "phase"]).order_by("created_at"))
@@ -384,7 +389,8 @@ def _shadow(world, port, sla, release_create, Release, setup, run: int) -> tuple
     load = found.get("baseline_requests", 0) / (ended - mirrored)
     _trace(f"shadow{run}", traffic, release)
     print(
-        f"shadow (run {run}): {release.phase}; mirrored for {ended - mirrored:.1f} s; client "
+        f"shadow (run {run}, {SHADOW_SHARE:g}% copied): {release.phase}; mirrored for "
+        f"{ended - mirrored:.1f} s; client "
         f"p99 before {before:.1f} ms, during the shadow {during:.1f} ms: ratio "
         f"{during / before:.2f} (goal <= 1.1); failed {traffic.failed}; comparer: "
         f"{found.get('compared', 0)} inputs compared ({found.get('agreed', 0)} agreed), "
