@@ -20,6 +20,8 @@ from integrations.routers import ModelRoute, RouterDriver, RouterError, RouterSt
 from integrations.routers.base import grpc_address, upstream_address
 from integrations.routers.settings import RouterSettingsError
 from integrations.triton.errors import TritonError
+from releases.models import Release
+from releases.state_machine import TERMINAL
 
 _DRIVERS: dict[str, RouterDriver] = {}
 
@@ -185,7 +187,7 @@ def router_upstreams(cluster: TritonCluster, serving: list[str]) -> list[str]:
     """The node URLs the router must send to now, in node order (`routable` for each node
     whose address it can use; each node asked at once what it has loaded)."""
     nodes = [n for n in cluster.nodes.all() if router_refusal(n) is None]
-    desired = desired_state(cluster=cluster)
+    desired = {**desired_state(cluster=cluster), **siblings_serving(cluster)}
     loaded = fan_out(nodes, _loaded_or_none)
     served = frozenset(
         model
@@ -207,6 +209,20 @@ def router_upstreams(cluster: TritonCluster, serving: list[str]) -> list[str]:
             served=served,
         )
     ]
+
+
+def siblings_serving(cluster: TritonCluster) -> dict[str, list[int]]:
+    """{sibling name: [candidate version]} of the config canaries whose candidate must be
+    loaded on every node now (their baseline+candidate set applied): a node without it
+    would answer the candidate's share with "unknown model", so the membership rule keeps
+    such a node out of the router as it does one missing a desired version."""
+    active = (
+        Release.objects.filter(cluster=cluster, applied_serving="baseline+candidate")
+        .exclude(candidate_name="")
+        .exclude(phase__in=[p.value for p in TERMINAL])
+        .select_related("candidate")
+    )
+    return {r.candidate_name: [r.candidate.version] for r in active}
 
 
 def _loaded_or_none(node: TritonNode) -> dict[str, set[str]] | None:

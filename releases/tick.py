@@ -65,6 +65,7 @@ def release_tick(*, release_id: int) -> Release | None:
             release.candidate.version,
             served_as=release.candidate_name,
         )
+        _sibling_lost(release, views)
         agreement.compare_step(release, samples_log_path(release.cluster), now=mark.at)
         judged = _judge(release, views, mark)
         obs = Observation(now=mark.at, **_observe(release, views), **judged)
@@ -134,6 +135,16 @@ def _snapshot(release: Release) -> dict:
 
 
 # --- observe ------------------------------------------------------------------------------
+
+
+def _sibling_lost(release: Release, views: dict) -> None:
+    """A config canary's sibling missing on a node that answers (restarted empty: reconcile
+    loads only what the model's own name serves): its serving set is applied again, which
+    loads the sibling where it is missing (a no-op where it is loaded)."""
+    if not release.candidate_name or release.applied_serving != "baseline+candidate":
+        return
+    if any(v.live and not v.candidate_loaded for v in views.values()):
+        release.applied_serving = ""
 
 
 def _observe(release: Release, views: dict) -> dict:

@@ -6,11 +6,13 @@ client gets it. Ticks run on the session's lane workers (tests/ticking.py)."""
 
 import pytest
 
+from deployments.reconcile import cluster_reconcile
 from deployments.temporary import sibling_name
 from integrations.routers.access_log import parse_line
 from models_registry.services import model_version_derive
 from releases import routing
 from releases.services import release_create
+from tests.conftest import wait_for
 from tests.nodes import keyed_client
 from tests.registry.archives import register_risk_score_as
 from tests.releases.test_release_flow import (
@@ -245,4 +247,49 @@ def test_an_identical_candidate_passes_the_agreement_gate_and_is_promoted(
     text = client.get(f"/releases/{release.pk}/").content.decode()
     assert 'data-testid="agreement"' in text
     assert f"{found['agreed']} of {found['compared']} inputs agree (100%)" in text
+    _unload(world, model)
+
+
+def test_a_node_restarted_mid_config_canary_gets_its_sibling_back_before_the_release_goes_on(
+    release_world, ticking, triton_cluster
+):
+    """Reconcile loads only what the model's own name serves: the restarted node's sibling
+    comes back from the release itself (its serving set applied again), and until then the
+    router keeps that node out (no client request meets an "unknown model")."""
+    world = release_world
+    cluster = world["cluster"]
+    model, baseline = _model_serving(world, "cfg_restart", SLA, 1)
+    candidate = _derived_with_batching_delay(baseline, world["ada"], 100)
+    sibling = sibling_name("cfg_restart", candidate.version)
+    victim = triton_cluster.nodes[1]
+    with Traffic(world["port"], "cfg_restart") as traffic:
+        traffic.more(20)
+        release = release_create(
+            cluster=cluster, candidate=candidate, actor=world["rita"], steps=[50, 100],
+            step_interval_s=3, drain_s=0.5, progress_deadline_s=120,
+            analysis={"min_requests": 10, "max_failed_checks": 3, "latency_tolerance": 5,
+                      "on_node_loss": "hold"},
+        )  # fmt: skip
+        ticking.until(release.pk, lambda r: r.router_weight == 50.0, "the candidate at 50%")
+        ticking.pause()
+        triton_cluster.kill(victim)
+        triton_cluster.restart(victim)  # same ports, comes back empty
+        cluster_reconcile(cluster=cluster)  # the model's own name: v1 loaded again
+        assert _loaded(world, sibling) == [{"2"}, set()]
+        routing.router_sync(cluster)  # beat's routers-sync (every 10 s)
+        live = routing.router_for(cluster).current()
+        assert victim.http_url not in live.upstreams  # out until its sibling is back
+        ticking.resume()
+        wait_for(lambda: _loaded(world, sibling) == [{"2"}, {"2"}], timeout_s=60,
+                 what="the sibling loaded again on the restarted node")  # fmt: skip
+        routing.router_sync(cluster)
+        assert victim.http_url in routing.router_for(cluster).current().upstreams
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        traffic.more(20)
+    assert release.phase == "SUCCEEDED", (release.reason, _messages(release))
+    loads = release.events.filter(message="serving set on every node: baseline+candidate")
+    assert loads.count() == 2  # the first load, and the one that brought the sibling back
+    assert victim.http_url in routing.router_for(cluster).current().upstreams
+    errors = [e for e in traffic.errors if "unknown model" in e or "not found" in e.lower()]
+    assert not errors, traffic.summary()  # failures at the kill itself are the crash's
     _unload(world, model)
