@@ -6,6 +6,7 @@ and unloaded at the end. Without a router Triton answers unversioned requests wi
 Measured numbers are printed with a `MEASURED` prefix (run with -s to see them).
 """
 
+import contextlib
 import http.client
 import json
 import os
@@ -342,27 +343,40 @@ def test_stop_leaves_no_nginx_process(router, model, upstreams):
     assert router.current() is None
 
 
-def test_a_version_under_a_sibling_name_takes_its_share_and_is_logged_as_the_model(
-    router, model, upstreams, triton_cluster
-):
-    """A config canary: v2 served beside the model under `<model>--c2` with a config of its
-    own (dynamic batching); clients call the model's name, the router rewrites v2's share."""
+@contextlib.contextmanager
+def sibling_loaded(triton_cluster, model: str, delay_us: int):
+    """v2 loaded beside `model` on every node under `<model>--c2`, with a dynamic batching
+    delay of its own; yields (sibling name, a gRPC client of the first node, its key
+    headers); unloaded after."""
     sibling = f"{model}--c2"
     config = json.loads(example_config_json("risk_score", name=sibling, versions=[2]))
-    config["dynamic_batching"] = {"max_queue_delay_microseconds": "2000"}
+    config["dynamic_batching"] = {"max_queue_delay_microseconds": str(delay_us)}
     clients = [grpcclient.InferenceServerClient(node.grpc_url) for node in triton_cluster.nodes]
     key = grpc_key(triton_cluster.nodes[0])
     try:
         for client in clients:
             client.load_model(
-                sibling,
-                config=json.dumps(config),
-                files=example_files("risk_score", 2),
-                headers=key,
-                client_timeout=60,
-            )
-        served = clients[0].get_model_config(sibling, as_json=True, headers=key)["config"]
-        own = clients[0].get_model_config(model, as_json=True, headers=key)["config"]
+                sibling, config=json.dumps(config), files=example_files("risk_score", 2),
+                headers=key, client_timeout=60,
+            )  # fmt: skip
+        yield sibling, clients[0], key
+    finally:
+        for client in clients:
+            try:
+                client.unload_model(sibling, headers=key, client_timeout=60)
+            finally:
+                client.close()
+
+
+def test_a_version_under_a_sibling_name_takes_its_share_and_is_logged_as_the_model(
+    router, model, upstreams, triton_cluster
+):
+    """A config canary: v2 served beside the model under `<model>--c2` with a config of its
+    own (another batching delay); clients call the model's name, the router rewrites v2's
+    share."""
+    with sibling_loaded(triton_cluster, model, 2000) as (sibling, first, key):
+        served = first.get_model_config(sibling, as_json=True, headers=key)["config"]
+        own = first.get_model_config(model, as_json=True, headers=key)["config"]
         delays = [c["dynamic_batching"]["max_queue_delay_microseconds"] for c in (own, served)]
         assert delays == ["500", "2000"]
         route = ModelRoute(model, {1: 50.0, 2: 50.0}, targets={2: sibling})
@@ -385,12 +399,6 @@ def test_a_version_under_a_sibling_name_takes_its_share_and_is_logged_as_the_mod
         assert logged == {(model, 1): answered[(model, "1")], (model, 2): answered[(sibling, "2")]}
         router.apply(RouterState(upstreams, [ModelRoute(model, {2: 100.0}, targets={2: sibling})]))
         assert versions_of(router, model, 20) == Counter({"2": 20})
-    finally:
-        for client in clients:
-            try:
-                client.unload_model(sibling, headers=key, client_timeout=60)
-            finally:
-                client.close()
 
 
 def test_a_shadow_mirrors_its_share_to_a_slow_sibling_and_clients_only_get_the_baseline(
@@ -399,17 +407,7 @@ def test_a_shadow_mirrors_its_share_to_a_slow_sibling_and_clients_only_get_the_b
     """A shadow: v2 under `<model>--c2` with a 300 ms batching delay gets a copy of half the
     clients' requests; clients get v1's answers only, and each copy is logged as v2 with
     `mirror` 1 by the shadow's server, its status and time the candidate's."""
-    sibling = f"{model}--c2"
-    config = json.loads(example_config_json("risk_score", name=sibling, versions=[2]))
-    config["dynamic_batching"] = {"max_queue_delay_microseconds": "300000"}
-    clients = [grpcclient.InferenceServerClient(node.grpc_url) for node in triton_cluster.nodes]
-    key = grpc_key(triton_cluster.nodes[0])
-    try:
-        for client in clients:
-            client.load_model(
-                sibling, config=json.dumps(config), files=example_files("risk_score", 2),
-                headers=key, client_timeout=60,
-            )  # fmt: skip
+    with sibling_loaded(triton_cluster, model, 300_000) as (sibling, _, _):
         route = ModelRoute(
             model, {1: 100.0, 2: 0.0}, targets={2: sibling}, mirror=50.0, mirror_version=2
         )
@@ -445,9 +443,3 @@ def test_a_shadow_mirrors_its_share_to_a_slow_sibling_and_clients_only_get_the_b
         assert slowest_copy >= 0.25  # the copies did wait for the slow candidate
         errors = router.error_log_path.read_text()
         assert "upstream timed out" not in errors, errors[-600:]
-    finally:
-        for client in clients:
-            try:
-                client.unload_model(sibling, headers=key, client_timeout=60)
-            finally:
-                client.close()
