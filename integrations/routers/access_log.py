@@ -27,6 +27,8 @@ LOG_FIELDS: dict[str, str] = {
     "upstream_status": "$upstream_status",
     "request_time": "$request_time",
     "upstream_response_time": "$upstream_response_time",
+    # Until the upstream's response header came: for a stream, about its first event.
+    "upstream_header_time": "$upstream_header_time",
     "upstream_addr": "$upstream_addr",
     "model": "$sy_model",
     "version": "$sy_version",
@@ -185,8 +187,10 @@ def percentile(values: list[float], pct: float) -> float:
 
 # What a request's client asked for (request_uri, before any rewrite): the unversioned infer
 # URL is what a release splits; a version in the URL, or gRPC, passes through unsplit.
-_SPLIT_URI = re.compile(r"^/v2/models/([A-Za-z0-9_.-]+)/infer$")
-_VERSIONED_URI = re.compile(r"^/v2/models/([A-Za-z0-9_.-]+)/versions/\d+/infer$")
+_SPLIT_URI = re.compile(r"^/v2/models/([A-Za-z0-9_.-]+)/(?:infer|generate|generate_stream)$")
+_VERSIONED_URI = re.compile(
+    r"^/v2/models/([A-Za-z0-9_.-]+)/versions/\d+/(?:infer|generate|generate_stream)$"
+)
 GRPC_INFER = (
     "/inference.GRPCInferenceService/ModelInfer",
     "/inference.GRPCInferenceService/ModelStreamInfer",
@@ -208,7 +212,8 @@ def router_counts(
     """Count the inference requests among `lines` whose time `keep` accepts (pure)."""
     out = RouterCounts()
     for line in lines:
-        if "infer" not in line.lower():
+        low = line.lower()
+        if "infer" not in low and "generate" not in low:
             continue
         ts = _line_ts(line)
         if not math.isnan(ts) and not keep(ts):

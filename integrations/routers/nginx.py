@@ -2,6 +2,8 @@
 
 Facts this relies on (measured here; docs/TRITON.md has the router facts too):
 * `split_clients` refuses 0%, so zero-weight versions are left out; the last entry is `*`.
+* A routed model's `infer`, `generate` and `generate_stream` are split alike (one version
+  per request); a stream is passed on unbuffered, each event as Triton sends it.
 * `nginx -s reload` loses no request on new connections; a client reusing a kept-alive
   connection may see it closed at the reload instant before any response byte (safe to
   retry once). A failed reload leaves the old config serving, and `nginx -t` runs first.
@@ -44,6 +46,9 @@ from integrations.routers.base import (
 )
 
 STATUS_PATH = "/__switchyard/router"
+# A routed model's unversioned endpoints the router splits by version: inference, and the
+# generate extension (one answer, or server-sent events streamed as they come).
+SPLIT_ENDPOINTS = ("infer", "generate", "generate_stream")
 MIRROR_PATH = "/__switchyard/mirror/"
 COPY_PATH = "/__switchyard/copy/"
 STATE_MARK = "# switchyard-state: "
@@ -363,19 +368,25 @@ def _route_location(route: ModelRoute, index: int) -> list[str]:
         target = f"$sy_target_{index}"
     else:
         target = model
-    return [
-        f"location = /v2/models/{model}/infer {{",
-        *(f"    {line}" for line in allowlist.method_check("POST")),
-        *_route_variables(route, index),
-        *(
-            [f"    mirror {MIRROR_PATH}{index};", "    mirror_request_body on;"]
-            if route.mirror
-            else []
-        ),
-        f"    rewrite ^ /v2/models/{target}/versions/$sy_version/infer break;",
-        "    proxy_pass http://triton;",
-        "}",
-    ]
+    lines = []
+    for endpoint in SPLIT_ENDPOINTS:
+        mirrored = route.mirror and endpoint == "infer"  # a shadow copies infer calls only
+        lines += [
+            f"location = /v2/models/{model}/{endpoint} {{",
+            *(f"    {line}" for line in allowlist.method_check("POST")),
+            *_route_variables(route, index),
+            *(
+                [f"    mirror {MIRROR_PATH}{index};", "    mirror_request_body on;"]
+                if mirrored
+                else []
+            ),
+            # A stream's events go to the client as Triton sends them, not when it ends.
+            *(["    proxy_buffering off;"] if endpoint == "generate_stream" else []),
+            f"    rewrite ^ /v2/models/{target}/versions/$sy_version/{endpoint} break;",
+            "    proxy_pass http://triton;",
+            "}",
+        ]
+    return lines
 
 
 def _indent(block: str) -> str:

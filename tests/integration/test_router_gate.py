@@ -201,7 +201,8 @@ def test_inference_readiness_and_metadata_still_pass(router, model):
     lines, _ = last_lines(router.access_log_path, 1 << 20)
     assert refused_requests(lines, since) == 0
     counts = router_counts(lines)
-    assert counts.split == {model: 1} and counts.versioned == {model: 1}
+    # The split: the unversioned infer, generate and generate_stream; versioned: the others.
+    assert counts.split == {model: 3} and counts.versioned == {model: 2}
 
 
 def test_grpc_model_control_is_refused_with_permission_denied(router, model, triton_cluster):

@@ -74,7 +74,7 @@ def version_files(model: str, version: str) -> list[str]:
     return [str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()]
 
 
-@pytest.mark.parametrize("model", ["risk_score", "ticket_router"])
+@pytest.mark.parametrize("model", ["risk_score", "ticket_router", "token_stream"])
 def test_example_configs_are_valid_with_no_warnings(model):
     text = (EXAMPLES / model / "config.pbtxt").read_text()
     report = validate_model_config(text, model_name=model, version_files=version_files(model, "1"))
