@@ -449,3 +449,49 @@ def two_proportion_greater(e1: int, n1: int, e2: int, n2: int) -> float | None:
 def _n(x: float) -> str:
     """A number for people: up to three decimals, no trailing zeros."""
     return f"{x:.3f}".rstrip("0").rstrip(".")
+
+
+# Streams a side before time to first token is compared: a p95 over fewer is its slowest few.
+TTFT_MIN_SAMPLES = 20
+
+
+def first_token_check(
+    candidate_ms: Sequence[float],
+    baseline_ms: Sequence[float],
+    *,
+    tolerance: float,
+    alpha: float,
+    margin_ms: float = 1.0,
+) -> Check | None:
+    """A streaming model's time to first token against the baseline's (the router's time to
+    each stream's first event, from the streams that did not fail); None below
+    TTFT_MIN_SAMPLES streams a side. It fails when the candidate's p95 is above `tolerance`
+    times the baseline's (and `margin_ms` more: the router logs whole milliseconds) and a
+    one-sided Mann-Whitney test is sure its first tokens come later (p below `alpha`), the
+    same two conditions as the latency checks with a decisive judge: a request's whole time
+    says little of a stream whose first token is late and whose tokens then flow."""
+    if min(len(candidate_ms), len(baseline_ms)) < TTFT_MIN_SAMPLES:
+        return None
+    cand = float(np.percentile(candidate_ms, 95))
+    base = float(np.percentile(baseline_ms, 95))
+    limit = max(tolerance * base, base + margin_ms)
+    p_value = mann_whitney_greater(candidate_ms, baseline_ms)
+    failed = cand > limit and p_value is not None and p_value < alpha
+    sign = ">" if cand > limit else "≤"
+    text = f"p95 first token {_n(cand)} {sign} {_n(tolerance)}×{_n(base)} ms"
+    if p_value is not None:
+        text += f" (p={p_value:.2g})"
+    return Check("ttft_p95_ms", not failed, cand, limit, text)
+
+
+def with_check(verdict: Verdict, check: Check | None) -> Verdict:
+    """The verdict with one more check: a failed one fails an interval that passed (or adds
+    its reason to one that failed); an inconclusive interval stays inconclusive."""
+    if check is None or verdict.result == "inconclusive":
+        return verdict
+    checks = [*verdict.checks, check]
+    if not check.passed:
+        reason = check.text if verdict.result == "pass" else f"{verdict.reason}; {check.text}"
+        return Verdict("fail", checks, reason)
+    reason = f"{verdict.reason}, {check.text}" if verdict.result == "pass" else verdict.reason
+    return Verdict(verdict.result, checks, reason)

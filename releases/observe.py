@@ -19,7 +19,12 @@ from django.conf import settings
 from deployments import own_traffic
 from deployments.validation import node_urls_check
 from integrations.concurrency import fan_out
-from integrations.routers.access_log import AccessLogTail, parse_routed, percentile
+from integrations.routers.access_log import (
+    AccessLogTail,
+    parse_routed,
+    percentile,
+    stream_first_token_s,
+)
 from integrations.triton.errors import TritonError
 from integrations.triton.metrics import parse_metrics
 from integrations.triton.probe import probe_model
@@ -146,6 +151,7 @@ class RouterInterval:
         self.errors: dict[int, int] = {}
         self.latencies_ms: dict[int, list[float]] = {}  # every request
         self._ok_ms: dict[int, list[float]] = {}  # the requests that did not fail
+        self._first_token_ms: dict[int, list[float]] = {}  # streams that did not fail
 
     def read(self) -> "RouterInterval":
         if self.log.exists() and self.log.stat().st_size < self._tail.offset:
@@ -164,7 +170,14 @@ class RouterInterval:
             self.latencies_ms.setdefault(version, []).append(latency)
             if not failed:
                 self._ok_ms.setdefault(version, []).append(latency)
+                first = stream_first_token_s(line)
+                if first is not None:
+                    self._first_token_ms.setdefault(version, []).append(first * 1000.0)
         return self
+
+    def first_token_ms(self, version: int) -> list[float]:
+        """Time to first token of each stream of `version` that did not fail."""
+        return list(self._first_token_ms.get(version, []))
 
     def ok_latencies_ms(self, version: int) -> list[float]:
         return list(self._ok_ms.get(version, []))
@@ -203,7 +216,7 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
     nodes = live_counters(views)
     log = access_log_path(release.cluster)
     router = _router_interval(log, start, release.model.name, interval.latency_since(opened))
-    out: dict = {"latencies": {}}
+    out: dict = {"latencies": {}, "first_token": {}}
     for role, version in (
         ("baseline", release.baseline.version),
         ("candidate", release.candidate.version),
@@ -214,6 +227,7 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
         p99s = [v.p99_ms[str(version)] for v in views.values() if str(version) in v.p99_ms]
         seen = router is not None and version in router.requests
         out["latencies"][role] = router.ok_latencies_ms(version) if router else []
+        out["first_token"][role] = router.first_token_ms(version) if router else []
         out[role] = Metrics(
             requests=requests,
             errors=int(failures),

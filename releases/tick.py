@@ -27,10 +27,12 @@ from releases.analysis import (
     Metrics,
     analyze,
     fast_guard,
+    first_token_check,
     latency_judge,
     noise_margins_ms,
     p99_within_p_value,
     statistical_judge,
+    with_check,
 )
 from releases.inputs import ReleaseInputError
 from releases.models import Release, ReleaseEvent
@@ -301,6 +303,7 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
         latency_margin_ms=noise or knobs.latency_margin_ms,
         judge=judge,
     )
+    verdict = with_check(verdict, _first_token(metrics["first_token"], spec, knobs))
     release.last_analysis = events.analysis_payload(release, verdict, metrics, now, started=started)
     release.last_analysis["judge"] = {
         **p_values,
@@ -312,6 +315,18 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
     )
     result, reason = _with_agreement(release, verdict.result, verdict.reason)
     return {"verdict": result, "verdict_reason": reason, "verdict_at": now}
+
+
+def _first_token(first_token: dict, spec, knobs):
+    """The time-to-first-token check of a streaming model's interval (None without enough
+    streams a side: releases/analysis.py `first_token_check`)."""
+    return first_token_check(
+        first_token["candidate"],
+        first_token["baseline"],
+        tolerance=spec.latency_tolerance,
+        alpha=knobs.judge_alpha,
+        margin_ms=LOG_RESOLUTION_MS,
+    )
 
 
 def _with_agreement(release: Release, result: str, reason: str) -> tuple[str, str]:

@@ -123,6 +123,21 @@ def parse_routed(line: str, model: str) -> tuple[int, float, float, bool] | None
         return None
 
 
+def stream_first_token_s(line: str) -> float | None:
+    """A routed `generate_stream` request's time to its first event, the upstream's header
+    time (Triton sends the header with the first event: docs/TRITON.md); None for any other
+    line or one without it."""
+    if "/generate_stream" not in line:
+        return None
+    try:
+        raw = json.loads(line)
+        if not str(raw.get("uri", "")).endswith("/generate_stream"):
+            return None
+        return float(str(raw.get("upstream_header_time", "")).rsplit(",", 1)[-1].strip())
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
 def parse_line(line: str) -> AccessLogEntry | None:
     """One log line -> entry; None for a blank, truncated or foreign line."""
     try:

@@ -1,0 +1,172 @@
+"""Releases of a streaming model end to end: the example decoupled `token_stream` on real
+Triton nodes behind a real nginx router, streaming clients reading `generate_stream` through
+it, ticks on the session's lane workers. A stream's time to first token is what the router
+saw (its upstream header time), compared per stream between candidate and baseline."""
+
+import http.client
+import io
+import json
+import threading
+import time
+
+import pytest
+
+from deployments.services import deployment_create
+from models_registry.services import model_create, model_version_derive, model_version_register
+from releases import routing
+from releases.services import release_create
+from tests.deploying import pushed
+from tests.registry.archives import example_entries, tar_gz
+from tests.releases.test_release_flow import RESETS, _unload
+from tests.releases.test_release_flow import release_world as release_world  # noqa: F401
+from tests.releases.test_release_flow import ticking as ticking  # noqa: F401
+
+pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
+
+TOKENS = 11
+SLA = {"p99_latency_ms": 2000, "min_success_rate": 99.0}
+
+
+class Streams:
+    """Keep-alive clients each reading one stream after another through the router; a
+    stream is ok when it answered 200 with every token, else failed. A connection the router
+    closed at a reload before any byte came back (as for tests/releases/test_release_flow.py
+    Traffic) is sent once more on a new connection and counted in `retries`."""
+
+    def __init__(self, port: int, model: str, clients: int = 4):
+        self.port, self.model = port, model
+        self.ok = self.failed = self.retries = 0
+        self.versions: dict[str, int] = {}
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._run, args=(i,)) for i in range(clients)]
+
+    def summary(self) -> str:
+        return f"ok={self.ok} failed={self.failed} versions={self.versions} {self.errors[:2]}"
+
+    def __enter__(self):
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(15)
+
+    def more(self, n: int, timeout_s: float = 60.0) -> None:
+        target, deadline = self.ok + n, time.monotonic() + timeout_s
+        while self.ok < target:
+            assert time.monotonic() < deadline, f"{n} more streams: {self.summary()}"
+            time.sleep(0.1)
+
+    def _one(self, conn, i: int) -> tuple[bool, str]:
+        body = json.dumps({"PROMPT": f"ticket {i % 7}", "MAX_TOKENS": TOKENS})
+        conn.request("POST", f"/v2/models/{self.model}/generate_stream", body)
+        response = conn.getresponse()
+        data = response.read().decode()
+        events = [json.loads(e.removeprefix("data: ")) for e in data.split("\n\n") if e]
+        tokens = [e for e in events if "TOKEN" in e]
+        version = tokens[0].get("model_version", "") if tokens else ""
+        return response.status == 200 and len(tokens) == TOKENS, version or data[:200]
+
+    def _retried(self, conn, i: int) -> tuple[bool, str]:
+        try:
+            return self._one(conn, i)
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            return False, repr(exc)
+
+    def _run(self, index: int) -> None:
+        conn, i = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30), index
+        while not self._stop.is_set():
+            try:
+                ok, seen = self._one(conn, i)
+            except RESETS:
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                with self._lock:
+                    self.retries += 1
+                ok, seen = self._retried(conn, i)
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                ok, seen = False, repr(exc)
+            i += 4
+            with self._lock:
+                if ok:
+                    self.ok += 1
+                    self.versions[seen] = self.versions.get(seen, 0) + 1
+                else:
+                    self.failed += 1
+                    self.errors.append(seen)
+        conn.close()
+
+
+def _register(model, user, version: int):
+    entries = example_entries("token_stream", version)
+    name = f'name: "{model.name}"'.encode()
+    config = entries[0][1].replace(b'name: "token_stream"', name)
+    archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
+    return model_version_register(model=model, archive=archive, actor=user)
+
+
+def _streaming_model(world, name: str):
+    """token_stream v1 serving through the router under `name`, and v2 (a first token twice
+    as slow) registered: (model, v1, v2)."""
+    model = model_create(name=name, team="fraud", actor=world["ada"], sla=SLA)
+    steady = _register(model, world["ada"], 1)
+    pushed(deployment_create(cluster=world["cluster"], version=steady, actor=world["rita"]))
+    routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
+    return model, steady, _register(model, world["ada"], 2)
+
+
+def test_a_candidate_whose_first_token_is_twice_as_slow_is_rolled_back_at_full_success(
+    release_world, ticking
+):
+    world = release_world
+    model, steady, slow = _streaming_model(world, "stream_slow")
+    with Streams(world["port"], "stream_slow") as streams:
+        streams.more(10)
+        release = release_create(
+            cluster=world["cluster"], candidate=slow, actor=world["rita"], steps=[50, 100],
+            step_interval_s=3, drain_s=0.5, progress_deadline_s=90,
+            analysis={"min_requests": 10, "max_failed_checks": 1, "latency_tolerance": 1.5},
+        )  # fmt: skip
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        streams.more(10)
+    assert release.phase == "ROLLED_BACK", (release.reason, release.outcome_reason)
+    assert "p95 first token" in release.outcome_reason, release.outcome_reason
+    # Its streams all succeeded: only the first token's time gave it away.
+    assert streams.failed == 0 and streams.versions.get("2", 0) > 0, streams.summary()
+    reloads = release.events.filter(kind="effect", message__startswith="router:").count()
+    assert streams.retries <= 4 * reloads, streams.summary()  # one per client and reload
+    judged = [e.data for e in release.events.filter(kind="analysis")]
+    checks = [c for d in judged for c in d.get("checks", []) if c.get("name") == "ttft_p95_ms"]
+    assert checks and not checks[-1]["passed"], judged[-1]
+    _unload(world, model)
+
+
+def test_an_equal_candidate_passes_the_first_token_check_and_is_promoted(release_world, ticking):
+    """A/A: v1's files with a config parameter of their own (a config canary: served under
+    its sibling name), judged on time to first token like any stream candidate."""
+    world = release_world
+    model, steady, _ = _streaming_model(world, "stream_aa")
+    patch = {"parameters": {"release_note": {"string_value": "a/a"}}}
+    same = model_version_derive(source=steady, actor=world["ada"], config_patch=patch)
+    with Streams(world["port"], "stream_aa") as streams:
+        streams.more(10)
+        release = release_create(
+            cluster=world["cluster"], candidate=same, actor=world["rita"], steps=[50, 100],
+            step_interval_s=3, drain_s=0.5, progress_deadline_s=90,
+            analysis={"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 1.5},
+        )  # fmt: skip
+        assert release.candidate_name == f"stream_aa--c{same.version}"
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        streams.more(10)
+    assert release.phase == "SUCCEEDED", (release.reason, release.outcome_reason)
+    assert streams.failed == 0, streams.summary()
+    judged = [e.data for e in release.events.filter(kind="analysis")]
+    checks = [c for d in judged for c in d.get("checks", []) if c.get("name") == "ttft_p95_ms"]
+    assert checks and all(c["passed"] for c in checks), judged
+    _unload(world, model)

@@ -1,0 +1,37 @@
+"""The time-to-first-token check of streaming releases, and how one more check joins an
+interval's verdict (pure)."""
+
+import numpy as np
+
+from releases.analysis import Check, Verdict, first_token_check, with_check
+
+rng = np.random.default_rng(3)
+STEADY = list(40 + rng.normal(0, 1.5, 60))  # ms: the example's v1
+SLOW = list(80 + rng.normal(0, 1.5, 60))  # v2: twice as slow to its first token
+
+
+def test_twice_as_slow_first_tokens_fail_and_equal_ones_pass():
+    slow = first_token_check(SLOW, STEADY, tolerance=1.5, alpha=0.01)
+    assert not slow.passed and slow.name == "ttft_p95_ms"
+    assert slow.text.startswith("p95 first token 8") and "> 1.5×4" in slow.text
+    same = first_token_check(STEADY[:30], STEADY[30:], tolerance=1.5, alpha=0.01)
+    assert same.passed and "≤" in same.text
+
+
+def test_too_few_streams_are_not_judged_and_a_small_shift_within_tolerance_passes():
+    assert first_token_check(SLOW[:19], STEADY, tolerance=1.5, alpha=0.01) is None
+    nudged = [x + 3 for x in STEADY]  # surely later, but within 1.5x
+    assert first_token_check(nudged, STEADY, tolerance=1.5, alpha=0.01).passed
+
+
+def test_one_more_check_fails_a_passing_interval_and_leaves_an_inconclusive_one():
+    failed = Check("ttft_p95_ms", False, 80.0, 60.0, "p95 first token 80 > 1.5×40 ms")
+    passed = Verdict("pass", [], "avg 5 ≤ 6")
+    assert with_check(passed, failed).result == "fail"
+    assert with_check(passed, failed).reason == "p95 first token 80 > 1.5×40 ms"
+    ok = Check("ttft_p95_ms", True, 40.0, 60.0, "p95 first token 40 ≤ 1.5×40 ms")
+    assert with_check(passed, ok).reason == "avg 5 ≤ 6, p95 first token 40 ≤ 1.5×40 ms"
+    thin = Verdict("inconclusive", [], "inconclusive: 3 requests < 10")
+    assert with_check(thin, failed) is thin and with_check(passed, None) is passed
+    both = with_check(Verdict("fail", [], "errors 5%"), failed)
+    assert both.reason == "errors 5%; p95 first token 80 > 1.5×40 ms"
