@@ -470,18 +470,34 @@ def first_token_check(
     one-sided Mann-Whitney test is sure its first tokens come later (p below `alpha`), the
     same two conditions as the latency checks with a decisive judge: a request's whole time
     says little of a stream whose first token is late and whose tokens then flow."""
-    if min(len(candidate_ms), len(baseline_ms)) < TTFT_MIN_SAMPLES:
+    label = ("ttft_p95_ms", "p95 first token", "ms")
+    return _stream_check(label, candidate_ms, baseline_ms, tolerance, alpha, margin_ms)
+
+
+def pace_check(
+    candidate: Sequence[float], baseline: Sequence[float], *, tolerance: float, alpha: float
+) -> Check | None:
+    """A streaming model's pace after its first token (ms per KiB of events: the router sees
+    bytes, not tokens) against the baseline's, by the same rule as `first_token_check`: a
+    candidate whose tokens come twice as slowly fails though its first token is on time."""
+    label = ("pace_p95_ms_per_kib", "p95 pace", "ms/KiB")
+    return _stream_check(label, candidate, baseline, tolerance, alpha, 0.0)
+
+
+def _stream_check(label, candidate, baseline, tolerance, alpha, margin) -> Check | None:
+    name, words, unit = label
+    if min(len(candidate), len(baseline)) < TTFT_MIN_SAMPLES:
         return None
-    cand = float(np.percentile(candidate_ms, 95))
-    base = float(np.percentile(baseline_ms, 95))
-    limit = max(tolerance * base, base + margin_ms)
-    p_value = mann_whitney_greater(candidate_ms, baseline_ms)
+    cand = float(np.percentile(candidate, 95))
+    base = float(np.percentile(baseline, 95))
+    limit = max(tolerance * base, base + margin)
+    p_value = mann_whitney_greater(candidate, baseline)
     failed = cand > limit and p_value is not None and p_value < alpha
     sign = ">" if cand > limit else "≤"
-    text = f"p95 first token {_n(cand)} {sign} {_n(tolerance)}×{_n(base)} ms"
+    text = f"{words} {_n(cand)} {sign} {_n(tolerance)}×{_n(base)} {unit}"
     if p_value is not None:
         text += f" (p={p_value:.2g})"
-    return Check("ttft_p95_ms", not failed, cand, limit, text)
+    return Check(name, not failed, cand, limit, text)
 
 
 def with_check(verdict: Verdict, check: Check | None) -> Verdict:

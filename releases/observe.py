@@ -23,7 +23,7 @@ from integrations.routers.access_log import (
     AccessLogTail,
     parse_routed,
     percentile,
-    stream_first_token_s,
+    stream_timing,
 )
 from integrations.triton.errors import TritonError
 from integrations.triton.metrics import parse_metrics
@@ -152,6 +152,7 @@ class RouterInterval:
         self.latencies_ms: dict[int, list[float]] = {}  # every request
         self._ok_ms: dict[int, list[float]] = {}  # the requests that did not fail
         self._first_token_ms: dict[int, list[float]] = {}  # streams that did not fail
+        self._pace: dict[int, list[float]] = {}  # their ms per KiB after the first event
 
     def read(self) -> "RouterInterval":
         if self.log.exists() and self.log.stat().st_size < self._tail.offset:
@@ -170,14 +171,20 @@ class RouterInterval:
             self.latencies_ms.setdefault(version, []).append(latency)
             if not failed:
                 self._ok_ms.setdefault(version, []).append(latency)
-                first = stream_first_token_s(line)
-                if first is not None:
-                    self._first_token_ms.setdefault(version, []).append(first * 1000.0)
+                timing = stream_timing(line)
+                if timing is not None:
+                    self._first_token_ms.setdefault(version, []).append(timing[0] * 1000.0)
+                    if timing[1] is not None:
+                        self._pace.setdefault(version, []).append(timing[1])
         return self
 
     def first_token_ms(self, version: int) -> list[float]:
         """Time to first token of each stream of `version` that did not fail."""
         return list(self._first_token_ms.get(version, []))
+
+    def stream_pace(self, version: int) -> list[float]:
+        """Ms per KiB after the first event of each stream of `version` that did not fail."""
+        return list(self._pace.get(version, []))
 
     def ok_latencies_ms(self, version: int) -> list[float]:
         return list(self._ok_ms.get(version, []))
@@ -216,7 +223,7 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
     nodes = live_counters(views)
     log = access_log_path(release.cluster)
     router = _router_interval(log, start, release.model.name, interval.latency_since(opened))
-    out: dict = {"latencies": {}, "first_token": {}}
+    out: dict = {"latencies": {}, "first_token": {}, "stream_pace": {}}
     for role, version in (
         ("baseline", release.baseline.version),
         ("candidate", release.candidate.version),
@@ -228,6 +235,7 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
         seen = router is not None and version in router.requests
         out["latencies"][role] = router.ok_latencies_ms(version) if router else []
         out["first_token"][role] = router.first_token_ms(version) if router else []
+        out["stream_pace"][role] = router.stream_pace(version) if router else []
         out[role] = Metrics(
             requests=requests,
             errors=int(failures),

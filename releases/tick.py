@@ -31,6 +31,7 @@ from releases.analysis import (
     latency_judge,
     noise_margins_ms,
     p99_within_p_value,
+    pace_check,
     statistical_judge,
     with_check,
 )
@@ -303,7 +304,7 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
         latency_margin_ms=noise or knobs.latency_margin_ms,
         judge=judge,
     )
-    verdict = with_check(verdict, _first_token(metrics["first_token"], spec, knobs))
+    verdict = _with_stream_checks(verdict, metrics, spec, knobs)
     release.last_analysis = events.analysis_payload(release, verdict, metrics, now, started=started)
     release.last_analysis["judge"] = {
         **p_values,
@@ -317,16 +318,16 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
     return {"verdict": result, "verdict_reason": reason, "verdict_at": now}
 
 
-def _first_token(first_token: dict, spec, knobs):
-    """The time-to-first-token check of a streaming model's interval (None without enough
-    streams a side: releases/analysis.py `first_token_check`)."""
-    return first_token_check(
-        first_token["candidate"],
-        first_token["baseline"],
-        tolerance=spec.latency_tolerance,
-        alpha=knobs.judge_alpha,
-        margin_ms=LOG_RESOLUTION_MS,
+def _with_stream_checks(verdict, metrics: dict, spec, knobs):
+    """The verdict with a streaming model's checks: time to first token and the pace after
+    it (releases/analysis.py; none without enough streams a side)."""
+    rule = {"tolerance": spec.latency_tolerance, "alpha": knobs.judge_alpha}
+    first, pace = metrics["first_token"], metrics["stream_pace"]
+    first_token = first_token_check(
+        first["candidate"], first["baseline"], margin_ms=LOG_RESOLUTION_MS, **rule
     )
+    verdict = with_check(verdict, first_token)
+    return with_check(verdict, pace_check(pace["candidate"], pace["baseline"], **rule))
 
 
 def _with_agreement(release: Release, result: str, reason: str) -> tuple[str, str]:

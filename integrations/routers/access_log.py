@@ -29,6 +29,7 @@ LOG_FIELDS: dict[str, str] = {
     "upstream_response_time": "$upstream_response_time",
     # Until the upstream's response header came: for a stream, about its first event.
     "upstream_header_time": "$upstream_header_time",
+    "bytes_sent": "$body_bytes_sent",  # a stream's size: its events, as the client got them
     "upstream_addr": "$upstream_addr",
     "model": "$sy_model",
     "version": "$sy_version",
@@ -123,19 +124,25 @@ def parse_routed(line: str, model: str) -> tuple[int, float, float, bool] | None
         return None
 
 
-def stream_first_token_s(line: str) -> float | None:
-    """A routed `generate_stream` request's time to its first event, the upstream's header
-    time (Triton sends the header with the first event: docs/TRITON.md); None for any other
-    line or one without it."""
+def stream_timing(line: str) -> tuple[float, float | None] | None:
+    """A routed `generate_stream` request's (time to its first event in s, then its pace: ms
+    per KiB of events after the first, None for a stream too small to tell); None for any
+    other line. The first event's time is the upstream's header time (Triton sends the
+    header with the first event: docs/TRITON.md); the pace divides the rest of the stream's
+    time by its size, so a candidate whose tokens come twice as slowly shows twice the pace
+    for answers of the same length."""
     if "/generate_stream" not in line:
         return None
     try:
         raw = json.loads(line)
         if not str(raw.get("uri", "")).endswith("/generate_stream"):
             return None
-        return float(str(raw.get("upstream_header_time", "")).rsplit(",", 1)[-1].strip())
+        first = float(str(raw.get("upstream_header_time", "")).rsplit(",", 1)[-1].strip())
+        size = int(raw.get("bytes_sent") or 0)
+        rest_s = float(raw.get("request_time") or 0.0) - first
     except (ValueError, TypeError, AttributeError):
         return None
+    return first, (rest_s * 1000.0 / (size / 1024.0) if size >= 256 and rest_s > 0 else None)
 
 
 def parse_line(line: str) -> AccessLogEntry | None:

@@ -111,14 +111,15 @@ def _register(model, user, version: int):
     return model_version_register(model=model, archive=archive, actor=user)
 
 
-def _streaming_model(world, name: str):
-    """token_stream v1 serving through the router under `name`, and v2 (a first token twice
-    as slow) registered: (model, v1, v2)."""
+def _streaming_model(world, name: str, variant: int = 2):
+    """token_stream v1 serving through the router under `name`, and the example's
+    `variant` registered (2: a first token twice as slow; 3: tokens twice as slow after
+    it): (model, v1, that version)."""
     model = model_create(name=name, team="fraud", actor=world["ada"], sla=SLA)
     steady = _register(model, world["ada"], 1)
     pushed(deployment_create(cluster=world["cluster"], version=steady, actor=world["rita"]))
     routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
-    return model, steady, _register(model, world["ada"], 2)
+    return model, steady, _register(model, world["ada"], variant)
 
 
 def test_a_candidate_whose_first_token_is_twice_as_slow_is_rolled_back_at_full_success(
@@ -169,4 +170,22 @@ def test_an_equal_candidate_passes_the_first_token_check_and_is_promoted(release
     judged = [e.data for e in release.events.filter(kind="analysis")]
     checks = [c for d in judged for c in d.get("checks", []) if c.get("name") == "ttft_p95_ms"]
     assert checks and all(c["passed"] for c in checks), judged
+    _unload(world, model)
+
+
+def test_a_candidate_whose_tokens_come_twice_as_slowly_is_rolled_back(release_world, ticking):
+    world = release_world
+    model, steady, slow = _streaming_model(world, "stream_pace", variant=3)
+    with Streams(world["port"], "stream_pace") as streams:
+        streams.more(10)
+        release = release_create(
+            cluster=world["cluster"], candidate=slow, actor=world["rita"], steps=[50, 100],
+            step_interval_s=3, drain_s=0.5, progress_deadline_s=90,
+            analysis={"min_requests": 10, "max_failed_checks": 1, "latency_tolerance": 1.5},
+        )  # fmt: skip
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+    assert release.phase == "ROLLED_BACK", (release.reason, release.outcome_reason)
+    assert "p95 pace" in release.outcome_reason, release.outcome_reason
+    assert "p95 first token" not in release.outcome_reason  # its first token is on time
+    assert streams.failed == 0 and streams.versions.get("2", 0) > 0, streams.summary()
     _unload(world, model)

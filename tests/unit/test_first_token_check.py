@@ -35,3 +35,12 @@ def test_one_more_check_fails_a_passing_interval_and_leaves_an_inconclusive_one(
     assert with_check(thin, failed) is thin and with_check(passed, None) is passed
     both = with_check(Verdict("fail", [], "errors 5%"), failed)
     assert both.reason == "errors 5%; p95 first token 80 > 1.5×40 ms"
+
+
+def test_a_pace_twice_as_slow_fails_by_the_same_rule():
+    from releases.analysis import pace_check
+
+    steady = [10 + x / 10 for x in range(40)]  # ms per KiB
+    slow = pace_check([2 * x for x in steady], steady, tolerance=1.5, alpha=0.01)
+    assert not slow.passed and slow.name == "pace_p95_ms_per_kib" and "ms/KiB" in slow.text
+    assert pace_check(steady, steady, tolerance=1.5, alpha=0.01).passed
