@@ -3,7 +3,10 @@
 Facts this relies on (measured here; docs/TRITON.md has the router facts too):
 * `split_clients` refuses 0%, so zero-weight versions are left out; the last entry is `*`.
 * A routed model's `infer`, `generate` and `generate_stream` are split alike (one version
-  per request); a stream is passed on unbuffered, each event as Triton sends it.
+  per request); a stream is passed on unbuffered, each event as Triton sends it. A stream
+  its upstream cuts short (no final chunk) is still logged 200 with `$request_completion`
+  "OK" (nginx 1.22, measured): only the error log says "upstream prematurely closed", so
+  the access log cannot tell a cut stream from a whole one.
 * `nginx -s reload` loses no request on new connections; a client reusing a kept-alive
   connection may see it closed at the reload instant before any response byte (safe to
   retry once). A failed reload leaves the old config serving, and `nginx -t` runs first.
