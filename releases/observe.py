@@ -21,6 +21,8 @@ from deployments.validation import node_urls_check
 from integrations.concurrency import fan_out
 from integrations.routers.access_log import (
     AccessLogTail,
+    cut_streams,
+    last_lines,
     parse_routed,
     percentile,
     stream_timing,
@@ -153,6 +155,7 @@ class RouterInterval:
         self._ok_ms: dict[int, list[float]] = {}  # the requests that did not fail
         self._first_token_ms: dict[int, list[float]] = {}  # streams that did not fail
         self._pace: dict[int, list[float]] = {}  # their ms per KiB after the first event
+        self.cut: dict[int, int] = {}  # streams cut short by their node (the error log's)
 
     def read(self) -> "RouterInterval":
         if self.log.exists() and self.log.stat().st_size < self._tail.offset:
@@ -176,6 +179,9 @@ class RouterInterval:
                     self._first_token_ms.setdefault(version, []).append(timing[0] * 1000.0)
                     if timing[1] is not None:
                         self._pace.setdefault(version, []).append(timing[1])
+        if self._first_token_ms or self.cut:  # a streaming model: its cut streams count too
+            lines, _ = last_lines(self.log.with_name("error.log"), ERROR_LOG_BYTES)
+            self.cut = cut_streams(lines, self.model, self.since)
         return self
 
     def first_token_ms(self, version: int) -> list[float]:
@@ -199,6 +205,8 @@ class RouterInterval:
 # process (a different Celery worker) starts from the interval's offset and gets the same.
 _INTERVALS: OrderedDict[tuple, RouterInterval] = OrderedDict()
 _INTERVALS_KEPT = 16
+# How much of the router's error log a streaming model's tick reads for cut streams.
+ERROR_LOG_BYTES = 1 << 20
 
 
 def _router_interval(
@@ -245,7 +253,7 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
             p99_ms=(router.p99_ms(version) if seen else max(p99s) if p99s and requests else None),
             queue_ms=d["queue_us"] / d["success"] / 1000.0 if d["success"] else None,
             router_requests=router.requests[version] if seen else None,
-            router_errors=router.errors[version] if seen else None,
+            router_errors=router.errors[version] + router.cut.get(version, 0) if seen else None,
             p99_from="router" if seen else "triton",
             p99_samples=len(router.latencies_ms.get(version, [])) if seen else None,
         )

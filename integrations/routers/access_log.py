@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -328,3 +329,36 @@ class AccessLogTail:
 
 def _dash_to_empty(value: str) -> str:
     return "" if value == "-" else value
+
+
+# nginx's error-log line for a stream its upstream cut short; the access log still says 200.
+_CUT = re.compile(
+    r"^(?P<at>\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[error\] .*upstream prematurely closed "
+    r'connection while reading upstream, .*request: "POST /v2/models/(?P<model>[A-Za-z0-9_.-]+)'
+    r'/generate_stream HTTP/[\d.]+", upstream: "http://[^"]*/versions/(?P<version>\d+)'
+    r'/generate_stream"'
+)
+
+
+def cut_streams(lines: Iterable[str], model: str, since: float) -> dict[int, int]:
+    """{version: streams of `model` cut short by their node at or after `since`} from nginx's
+    error log (its times are the router's local time, to the second, so a line in the
+    second `since` falls in counts). A routed stream whose node closed the connection
+    mid-stream is logged 200 in the access log (nginx 1.22, measured), so only these lines
+    tell it failed."""
+    out: dict[int, int] = {}
+    floor = math.floor(since)
+    for line in lines:
+        if "prematurely" not in line:
+            continue
+        match = _CUT.match(line)
+        if match is None or match["model"] != model:
+            continue
+        try:
+            at = time.mktime(time.strptime(match["at"], "%Y/%m/%d %H:%M:%S"))
+        except ValueError:
+            continue
+        if at >= floor:
+            version = int(match["version"])
+            out[version] = out.get(version, 0) + 1
+    return out

@@ -9,6 +9,7 @@ with a `MEASURED` prefix (run with -s to see them)."""
 import http.client
 import json
 import statistics
+import threading
 import time
 import uuid
 from collections import Counter
@@ -17,9 +18,16 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from integrations.routers import ModelRoute, RouterState
-from integrations.routers.access_log import AccessLogTail, parse_line, router_counts
+from integrations.routers.access_log import (
+    AccessLogTail,
+    cut_streams,
+    last_lines,
+    parse_line,
+    router_counts,
+)
 from integrations.routers.nginx import NginxRouter
 from integrations.triton.local import free_ports
+from releases.observe import RouterInterval
 from tests.exampledata import example_config_json, example_files
 from tests.nodes import grpc_key
 
@@ -136,3 +144,56 @@ def test_a_pinned_model_answers_generate_from_the_pinned_version(router, streams
         assert status == 200
         versions.update(e["model_version"] for e in events)
     assert versions == Counter({"2": 6 * TOKENS})
+
+
+def test_streams_cut_by_a_node_that_dies_are_logged_200_but_counted_as_cut(
+    router, streams, triton_cluster
+):
+    """A node killed mid-stream: nginx logs its streams 200 (the header went out with the
+    first event), and only its error log tells they were cut; `cut_streams` counts them per
+    version. The node is started again and given the module's model back."""
+    driver, upstreams = router
+    driver.apply(RouterState(upstreams, [ModelRoute(streams, {1: 100.0, 2: 0.0})]))
+    since = time.time()
+    long_body = json.dumps({"PROMPT": "a long answer", "MAX_TOKENS": 200}).encode()  # ~2 s
+    results: list = []
+
+    def one() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", driver.port, timeout=30)
+        try:
+            conn.request("POST", f"/v2/models/{streams}/generate_stream", long_body)
+            response = conn.getresponse()
+            results.append((response.status, response.read().count(b"data: ")))
+        except (OSError, http.client.HTTPException) as exc:
+            results.append((0, repr(exc)))
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=one) for _ in range(6)]  # both nodes get some
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)  # every stream under way
+    victim = triton_cluster.nodes[1]
+    triton_cluster.kill(victim)
+    for thread in threads:
+        thread.join(30)
+    cut = [r for r in results if r[0] != 200 or r[1] != 200]
+    assert cut, results  # the victim's streams ended early
+    lines, _ = last_lines(driver.error_log_path, 1 << 20)
+    counted = cut_streams(lines, streams, since)
+    print(f"MEASURED streams cut by a killed node: {len(cut)} of 6 at the clients, {counted}")
+    assert counted == {1: len(cut)}
+    access = [e for e in map(parse_line, AccessLogTail(driver.access_log_path, 0).read_lines())]
+    assert all(e.status == 200 for e in access if e and e.ts >= since)  # the access log: 200
+    assert cut_streams(lines, streams, time.time() + 5) == {}  # before `since`: not counted
+    # A release's interval reads them as the version's router errors (its gates and guard).
+    seen = RouterInterval(driver.access_log_path, 0, since, streams).read()
+    assert seen.cut == {1: len(cut)} and seen.errors.get(1, 0) == 0
+    triton_cluster.restart(victim)  # same ports, empty: the module's model loaded again
+    config = example_config_json("token_stream", name=streams, versions=[1, 2])
+    files = {**example_files("token_stream", 1), **example_files("token_stream", 2)}
+    client = grpcclient.InferenceServerClient(victim.grpc_url)
+    try:
+        client.load_model(streams, config=config, files=files, headers=grpc_key(victim))
+    finally:
+        client.close()

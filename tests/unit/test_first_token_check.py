@@ -44,3 +44,24 @@ def test_a_pace_twice_as_slow_fails_by_the_same_rule():
     slow = pace_check([2 * x for x in steady], steady, tolerance=1.5, alpha=0.01)
     assert not slow.passed and slow.name == "pace_p95_ms_per_kib" and "ms/KiB" in slow.text
     assert pace_check(steady, steady, tolerance=1.5, alpha=0.01).passed
+
+
+def test_cut_streams_are_read_from_nginx_error_lines_per_version_and_time():
+    import time
+
+    from integrations.routers.access_log import cut_streams
+
+    def line(at: float, model: str, version: int, what: str = "prematurely closed") -> str:
+        stamp = time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(at))
+        return (
+            f"{stamp} [error] 7#7: *3 upstream {what} connection while reading upstream, "
+            f'client: 127.0.0.1, server: , request: "POST /v2/models/{model}/generate_stream '
+            f'HTTP/1.1", upstream: "http://127.0.0.1:8000/v2/models/{model}--c{version}'
+            f'/versions/{version}/generate_stream", host: "127.0.0.1:18080"'
+        )
+
+    now = float(int(time.time()))
+    lines = [line(now, "m", 2), line(now + 1, "m", 2), line(now, "m", 1), line(now - 5, "m", 1),
+             line(now, "other", 2), line(now, "m", 2, what="timed out (110)"), "junk"]  # fmt: skip
+    assert cut_streams(lines, "m", now + 0.5) == {2: 2, 1: 1}  # the second of `since` counts
+    assert cut_streams(lines, "m", now + 2) == {}
