@@ -29,7 +29,9 @@ from releases.unrouted import UNPROTECTED, percent
 # telemetry charts' budget per series (telemetry/resolution.py).
 CHART_INTERVALS = 2000
 # What cockpit.js reads of each side's measures (the rest of an analysis is for the table).
-CHART_MEASURES = ("requests", "success_rate", "p99_ms", "queue_ms")
+CHART_MEASURES = (
+    "requests", "success_rate", "p99_ms", "queue_ms", "first_token_p95_ms", "pace_p95_ms_per_kib",
+)  # fmt: skip
 
 ACTION_LABELS = {
     "approve": "Approve next step",
@@ -208,7 +210,14 @@ def _chart(release, analyses: list) -> dict:
             )
         },
         "sla": release.sla,
+        # A streaming model's intervals: time to first token and pace charts are drawn.
+        "streams": any(a.data.get("candidate", {}).get("streams") for a in charted),
     }
+    for metric, check in (
+        ("first_token_p95_ms", "ttft_p95_ms"),
+        ("pace_p95_ms_per_kib", "pace_p95_ms_per_kib"),
+    ):
+        chart["limits"][metric] = [_threshold(a.data, check) for a in charted]
     return chart
 
 

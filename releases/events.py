@@ -2,6 +2,7 @@
 
 import logging
 
+import numpy as np
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
@@ -57,6 +58,7 @@ def analysis_payload(
             "queue_ms": m.queue_ms,
         }
 
+    streams = {role: _stream_numbers(metrics, role) for role in ("baseline", "candidate")}
     return {
         "at": now,
         "seconds": None if started is None else round(now - started, 3),
@@ -68,10 +70,25 @@ def analysis_payload(
             {"name": c.name, "passed": c.passed, "text": c.text, "threshold": c.threshold}
             for c in verdict.checks
         ],
-        "baseline": numbers(metrics["baseline"]),
-        "candidate": numbers(metrics["candidate"]),
+        "baseline": {**numbers(metrics["baseline"]), **streams["baseline"]},
+        "candidate": {**numbers(metrics["candidate"]), **streams["candidate"]},
         # The interval's traffic that bypassed the router's split (releases/unrouted.py).
         "unrouted": metrics.get("unrouted"),
+    }
+
+
+def _stream_numbers(metrics: dict, role: str) -> dict:
+    """A streaming model's interval figures of one version (none without streams): p95
+    time to first token and p95 pace after it, from the router's log, and how many
+    streams they rest on."""
+    first = (metrics.get("first_token") or {}).get(role) or []
+    if not first:
+        return {}
+    pace = (metrics.get("stream_pace") or {}).get(role) or []
+    return {
+        "streams": len(first),
+        "first_token_p95_ms": round(float(np.percentile(first, 95)), 3),
+        "pace_p95_ms_per_kib": round(float(np.percentile(pace, 95)), 3) if pace else None,
     }
 
 

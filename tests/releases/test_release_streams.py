@@ -123,7 +123,7 @@ def _streaming_model(world, name: str, variant: int = 2):
 
 
 def test_a_candidate_whose_first_token_is_twice_as_slow_is_rolled_back_at_full_success(
-    release_world, ticking
+    release_world, ticking, client
 ):
     world = release_world
     model, steady, slow = _streaming_model(world, "stream_slow")
@@ -145,6 +145,12 @@ def test_a_candidate_whose_first_token_is_twice_as_slow_is_rolled_back_at_full_s
     judged = [e.data for e in release.events.filter(kind="analysis")]
     checks = [c for d in judged for c in d.get("checks", []) if c.get("name") == "ttft_p95_ms"]
     assert checks and not checks[-1]["passed"], judged[-1]
+    last = judged[-1]  # each version's figures, as the cockpit charts them
+    assert last["candidate"]["first_token_p95_ms"] > 1.5 * last["baseline"]["first_token_p95_ms"]
+    assert last["candidate"]["streams"] >= 20 and last["baseline"]["pace_p95_ms_per_kib"]
+    client.force_login(world["rita"])
+    page = client.get(f"/releases/{release.pk}/").content.decode()
+    assert 'data-testid="stream-charts"' in page and 'data-metric="first_token_p95_ms"' in page
     _unload(world, model)
 
 
