@@ -108,6 +108,9 @@ class SlaForm(forms.Form):
     min_throughput_rps = forms.FloatField(
         required=False, min_value=0, label="min throughput (req/s)"
     )
+    p95_first_token_ms = forms.FloatField(
+        required=False, min_value=0, label="p95 time to first token (ms, streams)"
+    )
 
 
 @login_required

@@ -135,6 +135,13 @@ class SlaSerializer(inputs.InputSerializer):
     )
     max_queue_ms = serializers.FloatField(required=False, allow_null=True, min_value=0)
     min_throughput_rps = serializers.FloatField(required=False, allow_null=True, min_value=0)
+    p95_first_token_ms = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="A streaming model's p95 time to first token (generate_stream through the "
+        "router); releases fail an interval whose candidate is above it.",
+    )
 
 
 class ModelOutputSerializer(serializers.Serializer):

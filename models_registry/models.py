@@ -50,6 +50,10 @@ class Model(models.Model):
     sla_min_throughput_rps = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0)]
     )
+    # A streaming model's: p95 time to its first token through the router.
+    sla_p95_first_token_ms = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0)]
+    )
     # The next Triton version number; only ever grows, under a row lock (never reused).
     next_version = models.PositiveIntegerField(default=1)
     created_by = models.ForeignKey(
@@ -78,6 +82,7 @@ class Model(models.Model):
             "min_success_rate": self.sla_min_success_rate,
             "max_queue_ms": self.sla_max_queue_ms,
             "min_throughput_rps": self.sla_min_throughput_rps,
+            "p95_first_token_ms": self.sla_p95_first_token_ms,
         }
 
 

@@ -138,7 +138,10 @@ def team_member_remove(*, team: Team, username: str, actor) -> Team:
     return team
 
 
-SLA_FIELDS = ("p99_latency_ms", "min_success_rate", "max_queue_ms", "min_throughput_rps")
+SLA_FIELDS = (
+    "p99_latency_ms", "min_success_rate", "max_queue_ms", "min_throughput_rps",
+    "p95_first_token_ms",
+)  # fmt: skip
 
 
 def _apply_sla(model: Model, sla: dict[str, Any] | None) -> None:

@@ -462,6 +462,7 @@ def first_token_check(
     tolerance: float,
     alpha: float,
     margin_ms: float = 1.0,
+    sla_ms: float | None = None,
 ) -> Check | None:
     """A streaming model's time to first token against the baseline's (the router's time to
     each stream's first event, from the streams that did not fail); None below
@@ -469,9 +470,14 @@ def first_token_check(
     times the baseline's (and `margin_ms` more: the router logs whole milliseconds) and a
     one-sided Mann-Whitney test is sure its first tokens come later (p below `alpha`), the
     same two conditions as the latency checks with a decisive judge: a request's whole time
-    says little of a stream whose first token is late and whose tokens then flow."""
+    says little of a stream whose first token is late and whose tokens then flow. With the
+    model's SLA `sla_ms` (p95_first_token_ms), a p95 above it fails whatever the baseline's."""
     label = ("ttft_p95_ms", "p95 first token", "ms")
-    return _stream_check(label, candidate_ms, baseline_ms, tolerance, alpha, margin_ms)
+    check = _stream_check(label, candidate_ms, baseline_ms, tolerance, alpha, margin_ms)
+    if check is not None and check.passed and sla_ms is not None and check.observed > sla_ms:
+        text = f"p95 first token {_n(check.observed)} > SLA {_n(sla_ms)} ms"
+        return Check("ttft_sla", False, check.observed, sla_ms, text)
+    return check
 
 
 def pace_check(

@@ -68,6 +68,7 @@ class ReleaseSlaSerializer(serializers.Serializer):
     min_success_rate = serializers.FloatField(required=False, allow_null=True)
     max_queue_ms = serializers.FloatField(required=False, allow_null=True)
     min_throughput_rps = serializers.FloatField(required=False, allow_null=True)
+    p95_first_token_ms = serializers.FloatField(required=False, allow_null=True)
 
 
 class UnroutedMeasureSerializer(serializers.Serializer):

@@ -304,7 +304,7 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
         latency_margin_ms=noise or knobs.latency_margin_ms,
         judge=judge,
     )
-    verdict = _with_stream_checks(verdict, metrics, spec, knobs)
+    verdict = _with_stream_checks(verdict, metrics, spec, knobs, release.sla or {})
     release.last_analysis = events.analysis_payload(release, verdict, metrics, now, started=started)
     release.last_analysis["judge"] = {
         **p_values,
@@ -318,13 +318,18 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
     return {"verdict": result, "verdict_reason": reason, "verdict_at": now}
 
 
-def _with_stream_checks(verdict, metrics: dict, spec, knobs):
-    """The verdict with a streaming model's checks: time to first token and the pace after
-    it (releases/analysis.py; none without enough streams a side)."""
+def _with_stream_checks(verdict, metrics: dict, spec, knobs, sla: dict):
+    """The verdict with a streaming model's checks: time to first token (against the
+    baseline's and the SLA's) and the pace after it (releases/analysis.py; none without
+    enough streams a side)."""
     rule = {"tolerance": spec.latency_tolerance, "alpha": knobs.judge_alpha}
     first, pace = metrics["first_token"], metrics["stream_pace"]
     first_token = first_token_check(
-        first["candidate"], first["baseline"], margin_ms=LOG_RESOLUTION_MS, **rule
+        first["candidate"],
+        first["baseline"],
+        margin_ms=LOG_RESOLUTION_MS,
+        sla_ms=sla.get("p95_first_token_ms"),
+        **rule,
     )
     verdict = with_check(verdict, first_token)
     return with_check(verdict, pace_check(pace["candidate"], pace["baseline"], **rule))

@@ -24,7 +24,7 @@ from tests.releases.test_release_flow import ticking as ticking  # noqa: F401
 pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 
 TOKENS = 11
-SLA = {"p99_latency_ms": 2000, "min_success_rate": 99.0}
+SLA = {"p99_latency_ms": 2000, "min_success_rate": 99.0, "p95_first_token_ms": 500}
 
 
 class Streams:
@@ -172,6 +172,7 @@ def test_an_equal_candidate_passes_the_first_token_check_and_is_promoted(release
         release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
         streams.more(10)
     assert release.phase == "SUCCEEDED", (release.reason, release.outcome_reason)
+    assert release.sla["p95_first_token_ms"] == 500  # judged against it too (met)
     assert streams.failed == 0, streams.summary()
     judged = [e.data for e in release.events.filter(kind="analysis")]
     checks = [c for d in judged for c in d.get("checks", []) if c.get("name") == "ttft_p95_ms"]

@@ -65,3 +65,11 @@ def test_cut_streams_are_read_from_nginx_error_lines_per_version_and_time():
              line(now, "other", 2), line(now, "m", 2, what="timed out (110)"), "junk"]  # fmt: skip
     assert cut_streams(lines, "m", now + 0.5) == {2: 2, 1: 1}  # the second of `since` counts
     assert cut_streams(lines, "m", now + 2) == {}
+
+
+def test_the_slas_first_token_fails_a_candidate_as_fast_as_its_baseline():
+    within = first_token_check(STEADY[:30], STEADY[30:], tolerance=1.5, alpha=0.01, sla_ms=30.0)
+    assert not within.passed and within.name == "ttft_sla"
+    assert within.text.startswith("p95 first token 4") and within.text.endswith("> SLA 30 ms")
+    kept = first_token_check(STEADY[:30], STEADY[30:], tolerance=1.5, alpha=0.01, sla_ms=100.0)
+    assert kept.passed and kept.name == "ttft_p95_ms"
