@@ -24,7 +24,7 @@ from integrations.routers.access_log import AccessLogTail, parse_line, summarize
 from integrations.routers.nginx import NginxRouter
 from integrations.triton.local import free_ports
 from tests.exampledata import example_config_json, example_files
-from tests.nodes import grpc_key
+from tests.nodes import example_on_every_node, grpc_key
 
 pytestmark = pytest.mark.triton
 
@@ -47,21 +47,8 @@ def risk_pair(triton_cluster):
     """risk_score v1 and v2 under a unique name on every node; unloaded afterwards (also the
     `model` of tests/integration/test_nginx_grpc.py)."""
     name = f"risk_route_t{uuid.uuid4().hex[:6]}"
-    config = example_config_json("risk_score", name=name, versions=[1, 2])
-    files = {**example_files("risk_score", 1), **example_files("risk_score", 2)}
-    clients = [grpcclient.InferenceServerClient(node.grpc_url) for node in triton_cluster.nodes]
-    key = grpc_key(triton_cluster.nodes[0])
-    try:
-        for client in clients:
-            client.load_model(name, config=config, files=files, headers=key, client_timeout=60)
-            assert client.is_model_ready(name, "1") and client.is_model_ready(name, "2")
+    with example_on_every_node(triton_cluster, "risk_score", name=name, versions=[1, 2]):
         yield name
-    finally:
-        for client in clients:
-            try:
-                client.unload_model(name, headers=key, client_timeout=60)
-            finally:
-                client.close()
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from integrations.routers.nginx import NginxRouter
 from integrations.triton.local import free_ports
 from releases.observe import RouterInterval
 from tests.exampledata import example_config_json, example_files
-from tests.nodes import grpc_key
+from tests.nodes import example_on_every_node, grpc_key
 
 pytestmark = pytest.mark.triton
 
@@ -41,21 +41,8 @@ BODY = json.dumps({"PROMPT": "where does this ticket go", "MAX_TOKENS": TOKENS})
 def streams(triton_cluster):
     """token_stream v1 and v2 under a unique name on every node; unloaded afterwards."""
     name = f"stream_t{uuid.uuid4().hex[:6]}"
-    config = example_config_json("token_stream", name=name, versions=[1, 2])
-    files = {**example_files("token_stream", 1), **example_files("token_stream", 2)}
-    clients = [grpcclient.InferenceServerClient(node.grpc_url) for node in triton_cluster.nodes]
-    key = grpc_key(triton_cluster.nodes[0])
-    try:
-        for client in clients:
-            client.load_model(name, config=config, files=files, headers=key, client_timeout=60)
-            assert client.is_model_ready(name, "1") and client.is_model_ready(name, "2")
+    with example_on_every_node(triton_cluster, "token_stream", name=name, versions=[1, 2]):
         yield name
-    finally:
-        for client in clients:
-            try:
-                client.unload_model(name, headers=key, client_timeout=60)
-            finally:
-                client.close()
 
 
 @pytest.fixture

@@ -72,7 +72,7 @@ def test_a_running_release_holds_its_sla_and_production_alias(release_world, tic
     with Traffic(world["port"], "rel_hold") as traffic:
         traffic.more(20)  # traffic flows
         release = _start(world, candidate)
-        assert release.sla == {**SLA, "min_throughput_rps": None}
+        assert release.sla == {**SLA, "min_throughput_rps": None, "p95_first_token_ms": None}
         release = _tick_until(ticking, release, {"WAITING_APPROVAL"})
         _refusals_while_active(world, model, baseline, candidate, root)
         # Tighten the live SLA behind the service's back: with the live SLA the gates would

@@ -122,6 +122,15 @@ def _streaming_model(world, name: str, variant: int = 2):
     return model, steady, _register(model, world["ada"], variant)
 
 
+def _started(world, candidate, *, failed_checks: int):
+    """A release of `candidate` in two steps of 3 s, judged with a 1.5x latency tolerance."""
+    analysis = {"min_requests": 10, "max_failed_checks": failed_checks, "latency_tolerance": 1.5}
+    return release_create(
+        cluster=world["cluster"], candidate=candidate, actor=world["rita"], steps=[50, 100],
+        step_interval_s=3, drain_s=0.5, progress_deadline_s=90, analysis=analysis,
+    )  # fmt: skip
+
+
 def test_a_candidate_whose_first_token_is_twice_as_slow_is_rolled_back_at_full_success(
     release_world, ticking, client
 ):
@@ -129,11 +138,7 @@ def test_a_candidate_whose_first_token_is_twice_as_slow_is_rolled_back_at_full_s
     model, steady, slow = _streaming_model(world, "stream_slow")
     with Streams(world["port"], "stream_slow") as streams:
         streams.more(10)
-        release = release_create(
-            cluster=world["cluster"], candidate=slow, actor=world["rita"], steps=[50, 100],
-            step_interval_s=3, drain_s=0.5, progress_deadline_s=90,
-            analysis={"min_requests": 10, "max_failed_checks": 1, "latency_tolerance": 1.5},
-        )  # fmt: skip
+        release = _started(world, slow, failed_checks=1)
         release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
         streams.more(10)
     assert release.phase == "ROLLED_BACK", (release.reason, release.outcome_reason)
@@ -163,11 +168,7 @@ def test_an_equal_candidate_passes_the_first_token_check_and_is_promoted(release
     same = model_version_derive(source=steady, actor=world["ada"], config_patch=patch)
     with Streams(world["port"], "stream_aa") as streams:
         streams.more(10)
-        release = release_create(
-            cluster=world["cluster"], candidate=same, actor=world["rita"], steps=[50, 100],
-            step_interval_s=3, drain_s=0.5, progress_deadline_s=90,
-            analysis={"min_requests": 10, "max_failed_checks": 2, "latency_tolerance": 1.5},
-        )  # fmt: skip
+        release = _started(world, same, failed_checks=2)
         assert release.candidate_name == f"stream_aa--c{same.version}"
         release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
         streams.more(10)
@@ -185,11 +186,7 @@ def test_a_candidate_whose_tokens_come_twice_as_slowly_is_rolled_back(release_wo
     model, steady, slow = _streaming_model(world, "stream_pace", variant=3)
     with Streams(world["port"], "stream_pace") as streams:
         streams.more(10)
-        release = release_create(
-            cluster=world["cluster"], candidate=slow, actor=world["rita"], steps=[50, 100],
-            step_interval_s=3, drain_s=0.5, progress_deadline_s=90,
-            analysis={"min_requests": 10, "max_failed_checks": 1, "latency_tolerance": 1.5},
-        )  # fmt: skip
+        release = _started(world, slow, failed_checks=1)
         release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
     assert release.phase == "ROLLED_BACK", (release.reason, release.outcome_reason)
     assert "p95 pace" in release.outcome_reason, release.outcome_reason
