@@ -121,14 +121,17 @@ def enqueue_or_mark(send: Callable[[int], object], rows: QuerySet, pk: int, *, w
 
 def requeue_unqueued(rows: QuerySet, send: Callable[[int], object], *, what: str) -> list[int]:
     """Queue again every row of `rows` (the PENDING ones) that was marked unqueued; a row
-    whose send fails again stays marked for the next sweep. The ids queued."""
+    whose send fails again stays marked for the next sweep. The ids queued. The mark is
+    cleared by id alone: a worker may have taken the task (the row no longer PENDING)
+    before the clear, and a cleared row must not stay marked."""
     queued = []
+    every = rows.model._default_manager
     for pk in rows.filter(unqueued_since__isnull=False).values_list("pk", flat=True):
         try:
             send(pk)
         except BROKER_ERRORS as exc:
             log.warning("%s %s still not queued: %s", what, pk, exc)
             break  # the broker is still out of reach: the next sweep tries again
-        rows.filter(pk=pk).update(unqueued_since=None)
+        every.filter(pk=pk).update(unqueued_since=None)
         queued.append(pk)
     return queued
