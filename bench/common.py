@@ -24,11 +24,29 @@ def drop_queued_tasks() -> int:
     from controlplane.queues import all_queues
 
     dropped = 0
+    queues = all_queues(app.conf.task_default_queue)
     with app.connection_for_write() as conn:
         channel = conn.default_channel
-        for queue in all_queues(app.conf.task_default_queue):
+        for queue in queues:
             dropped += channel.queue_purge(queue) or 0
+        # The lanes' queues and their bindings go too: nothing of the bench stays in Redis.
+        client = channel.client
+        for queue in queues:
+            client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
     return dropped
+
+
+def drop_own_traffic(cluster: str) -> None:
+    """Delete the own-traffic counters of the bench's cluster's nodes (deployments/
+    own_traffic.py; they would expire in two days)."""
+    from core import redis_pool
+    from deployments import own_traffic
+
+    client = redis_pool.client()
+    pattern = f"{own_traffic.key_prefix()}{cluster}{own_traffic.SEPARATOR}*"
+    keys = list(client.scan_iter(pattern, count=1000))
+    if keys:
+        client.delete(*keys)
 
 
 def wait_until(predicate, timeout_s: float, what: str = "", step: float = 0.1):

@@ -59,7 +59,12 @@ SHADOW_SHARE = float(os.environ.get("BENCH_SHADOW_SHARE", 100))  # percent of re
 PARTS = set(os.environ.get("BENCH_PARTS", "good,bad,shadow").split(","))
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
-from bench.common import bench_node_key, drop_queued_tasks, use_bench_queue  # noqa: E402
+from bench.common import (  # noqa: E402
+    bench_node_key,
+    drop_own_traffic,
+    drop_queued_tasks,
+    use_bench_queue,
+)
 
 use_bench_queue()
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/switchyard_bench")
@@ -278,6 +283,7 @@ def release_bench_world(mode: str = "upload"):
     finally:
         connection.creation.destroy_test_db(test_db, verbosity=0)
         drop_queued_tasks()
+        drop_own_traffic("bench")
         shutil.rmtree(work, ignore_errors=True)
 
 
