@@ -19,17 +19,14 @@ benchmarks (docs/COSTS.md).
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass
 
+# The shapes of these names (the registry refuses them as model names).
+from integrations.triton.names import BENCH, SIBLING, SMOKE
+
 SERVING, VALIDATION, BENCHMARK = "serving", "validation", "benchmark"
 COST_KINDS = (SERVING, VALIDATION, BENCHMARK)
-
-_SUFFIX = r"[0-9a-f]{6}"
-_SMOKE = re.compile(rf"^(?P<model>.+?)--smoke-(?P<version>\d+)-{_SUFFIX}$")
-_BENCH = re.compile(rf"^(?P<model>.+?)--bench-(?P<run>\d+)-(?:v(?P<version>\d+)-)?{_SUFFIX}$")
-_SIBLING = re.compile(r"^(?P<model>.+?)--c(?P<version>\d+)$")
 
 
 def _suffix() -> str:
@@ -59,7 +56,7 @@ def sibling_name(model: str, version: int) -> str:
 
 def sibling_of(name: str) -> tuple[str, str] | None:
     """(model, version) of a sibling name, None for any other name."""
-    match = _SIBLING.match(name) if "--c" in name else None
+    match = SIBLING.match(name) if "--c" in name else None
     return (match["model"], match["version"]) if match else None
 
 
@@ -83,7 +80,7 @@ def charged_to(name: str, version: str) -> Charged:
     temporary model's real model and version under its kind, a sibling's as `serving`, any
     other name as it is, as `serving`. A version in the name wins over the reported one."""
     if "--" in name:
-        for pattern, kind in ((_SMOKE, VALIDATION), (_BENCH, BENCHMARK), (_SIBLING, SERVING)):
+        for pattern, kind in ((SMOKE, VALIDATION), (BENCH, BENCHMARK), (SIBLING, SERVING)):
             match = pattern.match(name)
             if match:
                 return Charged(match["model"], match["version"] or version, kind)

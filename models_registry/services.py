@@ -15,6 +15,7 @@ from accounts.errors import ApplicationError
 from audit.services import audit_record
 from integrations.triton.model_config import ConfigReport, config_to_dict, validate_model_config
 from integrations.triton.model_config.patch import PatchError, config_patched
+from integrations.triton.names import reserved_shape
 from models_registry import selectors
 from models_registry.archive import (
     CONFIG_NAME,
@@ -160,7 +161,14 @@ def model_create(
     tags: list[str] | None = None,
     sla: dict[str, Any] | None = None,
 ) -> Model:
-    """Register a model name under a team; names are unique; audited."""
+    """Register a model name under a team; names are unique; audited. A name shaped like
+    one the control plane loads itself (integrations/triton/names.py) is refused."""
+    if shape := reserved_shape(name):
+        raise RegistryError(
+            f"'{name}' is named like {shape} (<model>--smoke-, --bench-, --c<version>): its "
+            "traffic and costs would be filed as another model's. Choose another name.",
+            field="name",
+        )
     team_obj = Team.objects.filter(name=team).first()
     if team_obj is None:
         raise RegistryError(f"No team named '{team}'.", field="team")

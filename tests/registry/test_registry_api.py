@@ -340,3 +340,13 @@ def test_concurrent_uploads_get_distinct_consecutive_versions(make_user):
     assert not errors
     assert sorted(results) == [1, 2, 3, 4]
     assert Model.objects.get(pk=model.pk).next_version == 5
+
+
+def test_a_model_named_like_a_name_the_control_plane_loads_is_refused(ada):
+    _create_model(ada)  # the team
+    for name in ("risk_score--c2", "risk_score--smoke-2-abcdef", "risk_score--bench-4-v2-abcdef"):
+        answer = ada.post("/api/v1/models/", {"name": name, "team": "fraud"}, format="json")
+        assert answer.status_code == 400, answer.content
+        error = answer.json()["errors"][0]
+        assert error["field"] == "name" and "would be filed as another model's" in error["message"]
+    _create_model(ada, name="risk_score--cx")  # not one of those shapes

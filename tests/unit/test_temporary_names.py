@@ -67,3 +67,13 @@ def test_a_config_canarys_sibling_serves_clients_of_its_model():
     assert temporary.served_model(name, "7") == ("risk-v2", "7")
     assert temporary.served_model("risk-v2", "1") == ("risk-v2", "1")
     assert temporary.sibling_of("risk--cx") is None and temporary.sibling_of("a--b") is None
+
+
+def test_the_names_the_control_plane_loads_are_reserved_shapes():
+    from integrations.triton.names import reserved_shape
+
+    assert reserved_shape(temporary.sibling_name("risk", 3)) == "a config canary's candidate"
+    assert reserved_shape(temporary.smoke_name("risk", 3)) == "a smoke test's temporary model"
+    assert reserved_shape(temporary.bench_name("risk", 4, 2)) == "a benchmark's temporary model"
+    for name in ("risk", "risk--b", "risk--cx", "a--b--c", "my-model-v2"):
+        assert reserved_shape(name) == "", name
