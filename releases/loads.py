@@ -46,18 +46,17 @@ class LoadPending(Exception):
     """The serving set is still loading on the fleet lane; the message says since when."""
 
 
+def sibling_wanted(release: Release, which: str) -> bool:
+    """Whether `which` has the candidate served under its sibling name (a config canary's
+    baseline+candidate set)."""
+    return bool(release.candidate_name) and len(SERVING[which]) > 1
+
+
 def serving_versions_of(release: Release, which: str) -> list:
     """The versions the model's own name serves for `which`; a candidate served under its
-    sibling name (a config canary) is not among them while the baseline serves."""
-    roles = SERVING[which]
-    if release.candidate_name and len(roles) > 1:
-        roles = ("baseline",)
+    sibling name is not among them while the baseline serves."""
+    roles = ("baseline",) if sibling_wanted(release, which) else SERVING[which]
     return [getattr(release, role) for role in roles]
-
-
-def sibling_wanted(release: Release, which: str) -> bool:
-    """Whether `which` has the candidate served under its sibling name."""
-    return bool(release.candidate_name) and len(SERVING[which]) > 1
 
 
 def serving_load_step(release: Release, which: str, *, inline: bool = False) -> None:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db.models import QuerySet, Sum
 
+from accounts.errors import Refused
 from accounts.pagination import filtered
 from integrations.routers.access_log import (
     last_lines,
@@ -15,7 +16,7 @@ from integrations.routers.access_log import (
     refused_requests,
     router_counts,
 )
-from integrations.triton.model_config import config_differences
+from releases.configs import config_changes
 from releases.inputs import ReleaseInputError
 from releases.models import Release, ReleaseEvent
 from releases.unrouted import UnroutedMeasure
@@ -191,10 +192,8 @@ def release_config_changes(release: Release) -> list[dict]:
     ({path, baseline, candidate} as text): a config canary's reason to serve its candidate
     under a sibling name; [] for one config, or for stored configs that cannot be compared."""
     try:
-        differences = config_differences(
-            release.baseline.config_json, release.candidate.config_json
-        )
-    except ValueError:
+        differences = config_changes(baseline=release.baseline, candidate=release.candidate)
+    except Refused:
         return []
     return [
         {"path": d.path, "baseline": d.baseline_text, "candidate": d.candidate_text}
