@@ -136,10 +136,17 @@ OPERATION_NOTES = {
     "calls, versioned URLs); above `analysis.max_unrouted_share` (default 0.05, on at least "
     "`analysis.min_requests` requests) it answers 409 on `confirm_unrouted`, naming the share "
     'and the unprotected clients, unless `"confirm_unrouted": true` (then recorded in '
-    "`unrouted.at_start`, a release event and the audit row). A model serving on the "
-    "cluster that calls the model (an ensemble, a BLS model) makes it a 409 on "
-    "`candidate_version` naming the caller (a called model is not judged on its callers' "
-    "traffic yet): ship it with deployments.",
+    "`unrouted.at_start`, a release event and the audit row). Ensembles serving on the "
+    "cluster that call the model at its newest version make it a graph release "
+    "(`callers`): the candidate serves under its sibling name, each caller's sibling (the "
+    "same version calling the candidate's sibling) takes the step's share of the caller's "
+    "traffic through the router, and each interval also judges every caller's requests "
+    "through the candidate against its own SLA and through the baseline "
+    "(`last_analysis.callers`); a failing caller fails the interval. Their split requests "
+    "count as the model's in its unrouted share. 409 on `candidate_version` naming each "
+    "caller a release cannot split: a BLS model (its code calls the model by name), an "
+    "ensemble pinning a version, any caller without a router, one under a release of its "
+    "own; and on starting a release of a caller while its step's graph release runs.",
     "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events; "
     "`?wait=` holds the answer until it finishes (at most 60 s).",
     "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "

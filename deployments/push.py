@@ -108,7 +108,10 @@ def _verified_bytes(entry: dict, blobs: dict[str, bytes] | None = None) -> bytes
 
 
 def _serving_config(
-    versions: Sequence[ModelVersion], push_id: str, name: str = ""
+    versions: Sequence[ModelVersion],
+    push_id: str,
+    name: str = "",
+    calls_to: dict[str, str] | None = None,
 ) -> tuple[str, dict, dict[str, bytes]]:
     """(config JSON to load, the config as a dict, the native warm-up's files).
 
@@ -123,6 +126,9 @@ def _serving_config(
     config = model_config_pb2.ModelConfig()
     json_format.ParseDict(newest.config_json, config)
     config.name = name or newest.model.name
+    for step in config.ensemble_scheduling.step:
+        if step.model_name in (calls_to or {}):  # a caller's sibling calls the candidate's
+            step.model_name, step.model_version = calls_to[step.model_name], -1
     config_dict = json_format.MessageToDict(config, preserving_proto_field_name=True)
     try:
         sample = warmup_inputs(config_dict)
@@ -139,17 +145,20 @@ def build_plan(
     upload: bool,
     blobs: dict[str, bytes] | None = None,
     name: str = "",
+    calls_to: dict[str, str] | None = None,
 ) -> LoadPlan:
     """The load for exactly these versions; every stored file is re-hashed first.
 
     Plans of one push may share `blobs` (sha256 -> verified bytes): a file re-hashed for one
     of them is not read again for the next (e.g. the retire after the staged load). `name`
     serves them under another model name (a config canary's sibling,
-    deployments/temporary.py), with the newest version's config as its own.
+    deployments/temporary.py), with the newest version's config as its own. `calls_to`
+    (an ensemble's step model -> the name to call instead) points those steps at another
+    name, at its only version (a graph release: the caller's sibling calls the candidate's).
     """
     versions = sorted(versions, key=lambda v: v.version)
     push_id = push_id_for(versions)
-    config_json, config_dict, warmup_files = _serving_config(versions, push_id, name)
+    config_json, config_dict, warmup_files = _serving_config(versions, push_id, name, calls_to)
     files: dict[str, bytes] | None = dict(warmup_files) if upload else None
     for version in versions:
         if manifest_digest(version.manifest) != version.digest:

@@ -33,16 +33,20 @@ def serving_plan(
     *,
     blobs: dict | None = None,
     name: str = "",
+    calls_to: dict[str, str] | None = None,
 ) -> push.LoadPlan:
     """The load of exactly `versions` on this cluster (push.CorruptArtifact when a stored file
     fails its hash, RepositoryRefused when the repository folder is not allowed, BackendRefused
-    when the cluster does not allow a version's backend), under `name` when given.
+    when the cluster does not allow a version's backend), under `name` when given, its
+    ensemble steps named in `calls_to` pointed at other names (push.build_plan).
 
     `blobs` (sha256 -> verified bytes) may be shared by the plans of one push (upload mode).
     """
     refuse_unless_allowed(cluster, versions)
     upload = cluster.push_mode == TritonCluster.PushMode.UPLOAD
-    plan = push.build_plan(versions, upload=upload, blobs=blobs if upload else None, name=name)
+    plan = push.build_plan(
+        versions, upload=upload, blobs=blobs if upload else None, name=name, calls_to=calls_to
+    )
     if not upload:
         push.materialize(cluster.repository_path, versions, plan)
     return plan
@@ -108,14 +112,19 @@ def serving_set_revert(
 
 
 def sibling_set_apply(
-    *, cluster: TritonCluster, version: ModelVersion, name: str
+    *,
+    cluster: TritonCluster,
+    version: ModelVersion,
+    name: str,
+    calls_to: dict[str, str] | None = None,
 ) -> dict[int, push.NodeOutcome]:
     """Serve `version` under `name` (its sibling name, with its own config) on every node of
     `cluster`, warmed, beside whatever the model's own name serves; LoadFailed naming every
     node that did not load it. The memory check before each load holds for this second copy
-    as for any (deployments/push.py)."""
+    as for any (deployments/push.py). `calls_to`: an ensemble's steps to call under other
+    names (a caller's sibling in a graph release calls the candidate's sibling)."""
     nodes = list(cluster.nodes.all())
-    plan = serving_plan(cluster, [version], name=name)
+    plan = serving_plan(cluster, [version], name=name, calls_to=calls_to)
     outcomes = serving_load(nodes, plan, warm_version=version.version)
     failed = load_failures(nodes, outcomes)
     if failed:

@@ -506,6 +506,36 @@ def _stream_check(label, candidate, baseline, tolerance, alpha, margin) -> Check
     return Check(name, not failed, cand, limit, text)
 
 
+def caller_check(
+    caller: str,
+    candidate: Metrics,
+    baseline: Metrics,
+    sla: SLA,
+    *,
+    min_requests: int,
+    latency_tolerance: float,
+    latency_margin_ms: float | Mapping[str, float] = 0.0,
+) -> Check | None:
+    """A graph release's check of one caller (an ensemble calling the released model): its
+    requests through the candidate's arm against its own SLA and its requests through the
+    baseline's, by the same gates as the model's own (`analyze`); None below
+    `min_requests` through the candidate's arm (nothing to say yet)."""
+    verdict = analyze(
+        candidate,
+        baseline,
+        sla,
+        min_requests=min_requests,
+        latency_tolerance=latency_tolerance,
+        latency_margin_ms=latency_margin_ms,
+    )
+    if verdict.result == "inconclusive":
+        return None
+    passed = verdict.result == "pass"
+    rate = candidate.success_rate
+    text = f"caller {caller} {'passes' if passed else 'fails'}: {verdict.reason}"
+    return Check(f"caller:{caller}", passed, rate, sla.min_success_rate, text)
+
+
 def with_check(verdict: Verdict, check: Check | None) -> Verdict:
     """The verdict with one more check: a failed one fails an interval that passed (or adds
     its reason to one that failed); an inconclusive interval stays inconclusive."""

@@ -101,6 +101,16 @@ class UnroutedSerializer(serializers.Serializer):
     latest = UnroutedMeasureSerializer(allow_null=True)
 
 
+class ReleaseCallerSerializer(serializers.Serializer):
+    model = serializers.CharField(help_text="The ensemble calling the released model.")
+    version = serializers.IntegerField(help_text="Its version serving on the cluster.")
+    served_as = serializers.CharField(
+        help_text="Its sibling `<model>--c<version>`: the same version calling the "
+        "candidate's sibling, sent the candidate's share of its requests."
+    )
+    sla = serializers.JSONField(help_text="Its SLA as the release started: judged against it.")
+
+
 class ReleaseSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     cluster = serializers.CharField(source="cluster.name")
@@ -132,6 +142,11 @@ class ReleaseSerializer(serializers.Serializer):
         "or its sibling `<model>--c<version>` when its config differs from the baseline's "
         "(a config canary: clients keep calling the model's name, the router sends the "
         "candidate's share to the sibling)."
+    )
+    callers = serializers.SerializerMethodField(
+        help_text="A graph release's callers: each ensemble serving on the cluster that calls "
+        "the model at its newest version; judged on its own SLA each interval "
+        "(`last_analysis.callers`). [] for none."
     )
     state = RELEASE.state_field()
     finished = RELEASE.finished_field()
@@ -168,6 +183,10 @@ class ReleaseSerializer(serializers.Serializer):
 
     def get_candidate_served_as(self, obj) -> str:
         return obj.candidate_name or obj.model.name
+
+    @extend_schema_field(ReleaseCallerSerializer(many=True))
+    def get_callers(self, obj) -> list[dict]:
+        return list(obj.callers or [])
 
     @extend_schema_field(UnroutedSerializer)
     def get_unrouted(self, obj) -> dict:

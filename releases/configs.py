@@ -6,12 +6,17 @@ the same nodes; the router sends the candidate's share of the model's path to th
 clients keep calling the model's name and the baseline keeps its config (a config canary).
 That needs the cluster's router: without one, such a release is refused, naming each
 differing field.
+
+A model that ensembles call is released as a graph (`graph_callers`): the candidate always
+serves under its sibling name, and each caller's sibling calls it (docs/ARCHITECTURE.md).
 """
 
 from accounts.errors import Refused
 from deployments.selectors import callers_serving
 from deployments.temporary import sibling_name
 from integrations.triton.model_config import ConfigDifference, config_differences
+from releases.models import Release
+from releases.state_machine import TERMINAL
 
 
 class ConfigsDiffer(Refused):
@@ -69,25 +74,50 @@ def candidate_name_for(*, baseline, candidate, routed: bool) -> str:
     return sibling_name(candidate.model.name, candidate.version)
 
 
-def refuse_if_called(*, cluster, candidate) -> None:
-    """409 while a model serving on `cluster` calls the candidate's model (an ensemble's
-    step, a BLS model's declared call): one that takes the newest version sends all of its
-    requests to the candidate as soon as it loads (Triton's newest, not the canary's
-    share), and one that pins the baseline loses it at promotion. Releases do not judge a
-    called model on its callers' traffic yet."""
+def graph_callers(*, cluster, candidate, routed: bool) -> list[dict]:
+    """The callers a release of the candidate's model is judged on: each ensemble serving on
+    `cluster` with a step on the model at its newest version, as {"model", "version",
+    "served_as"} (a graph release: the candidate serves under its sibling name, so the
+    model's own name and every caller keep the baseline; the caller's sibling, the same
+    version calling the candidate's sibling, takes the step's share of the caller's traffic
+    through the router). [] when nothing calls the model.
+
+    409 naming each caller the router cannot split: a BLS model (its code calls the model
+    by name, so it keeps the baseline until promotion and then takes the candidate
+    unjudged), an ensemble pinning a version (a promotion takes that version away), any
+    caller on a cluster without a router, and one under a release of its own."""
     calling = callers_serving(cluster=cluster, model=candidate.model.name)
-    if not calling:
-        return
-    why = []
+    why, callers = [], []
     for caller, step in calling:
-        if step.version is None:
-            effect = "every request it gets would reach the candidate once loaded"
+        name = caller.model.name
+        if caller.config_json.get("platform") != "ensemble":
+            why.append(f"{name} v{caller.version} is a BLS model calling {step} from its code")
+        elif step.version is not None:
+            why.append(f"{name} v{caller.version} pins {step}, which a promotion unloads")
+        elif not routed:
+            why.append(f"{name} v{caller.version} calls {step} and no router can split it")
+        elif _released(cluster, name):
+            why.append(f"{name} has an active release of its own on {cluster.name}")
         else:
-            effect = f"it pins v{step.version}, which a promotion unloads"
-        why.append(f"{caller.model.name} v{caller.version} calls {step}: {effect}")
-    message = (
-        f"Models on {cluster.name} call {candidate.model.name}: {'; '.join(why)}. A "
-        "release cannot canary a model that ensembles or BLS models call yet; ship it with "
-        "deployments (the callers that pin a version first)."
-    )
-    raise Refused(message, field="candidate_version", status=409)
+            served_as = sibling_name(name, caller.version)
+            callers.append(
+                {
+                    "model": name,
+                    "version": caller.version,
+                    "served_as": served_as,
+                    "sla": caller.model.sla,  # as the release starts: judged against it
+                }
+            )
+    if why:
+        message = (
+            f"Models on {cluster.name} call {candidate.model.name} in ways a release cannot "
+            f"judge: {'; '.join(why)}. Release a version of the caller that calls "
+            f"v{candidate.version}, or ship {candidate.model.name} with a deployment."
+        )
+        raise Refused(message, field="candidate_version", status=409)
+    return sorted(callers, key=lambda c: c["model"])
+
+
+def _released(cluster, model: str) -> bool:
+    active = Release.objects.filter(cluster=cluster, model__name=model)
+    return active.exclude(phase__in=[p.value for p in TERMINAL]).exists()

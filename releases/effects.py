@@ -7,12 +7,12 @@ list; it is recorded as an event and the next tick tries again.
 """
 
 from deployments.push import CorruptArtifact
-from deployments.serving import LoadFailed, sibling_unload
+from deployments.serving import LoadFailed
 from integrations.routers import RouterError
 from models_registry.services import alias_set
-from releases.loads import LoadPending, serving_load_step
+from releases.loads import LoadPending, serving_load_step, siblings_of, siblings_unload
 from releases.models import Release, ReleaseEvent
-from releases.routing import route_for, router_changing, router_for, router_state
+from releases.routing import router_changing, router_for, router_state, routes_for
 from releases.state_machine import TERMINAL, LoadServingSet, MoveAlias, SetWeights
 
 
@@ -32,13 +32,13 @@ def _routes(release: Release, weight: float | None, live=None, mirror: float = 0
     served = {route.model: route for route in live.routes} if live is not None else {}
     routes = []
     for other in others:
-        route = served.get(other.model.name)
         ours = {other.baseline.version, other.candidate.version}
-        if route is None or not set(route.weights) <= ours:  # none yet, or an older release's
-            route = route_for(other, other.router_weight or 0.0, other.router_mirror or 0.0)
-        routes.append(route)
+        for built in routes_for(other, other.router_weight or 0.0, other.router_mirror or 0.0):
+            route = served.get(built.model)
+            # none yet, or an older release's: the one built from the row
+            routes.append(built if route is None or not set(route.weights) <= ours else route)
     if weight is not None:
-        routes.append(route_for(release, weight, mirror))
+        routes += routes_for(release, weight, mirror)
     return routes
 
 
@@ -50,9 +50,10 @@ def current_routes(cluster) -> list:
         .select_related("model", "baseline", "candidate")
     )
     return [
-        route_for(r, r.router_weight or 0.0, r.router_mirror or 0.0)
+        route
         for r in active
         if r.router_weight is not None
+        for route in routes_for(r, r.router_weight or 0.0, r.router_mirror or 0.0)
     ]
 
 
@@ -133,12 +134,12 @@ def apply_all(release: Release, decision) -> list[ReleaseEvent]:
 def _sibling_unloaded(release: Release, decision) -> ReleaseEvent:
     """Unload the candidate's sibling once no route sends to it: a promoted candidate serves
     under the model's own name by now, a rolled-back one nowhere."""
-    name = release.candidate_name
-    failed = sibling_unload(cluster=release.cluster, name=name)
+    names = siblings_of(release)
+    failed = siblings_unload(release)
     if failed:
         listed = "; ".join(f"{node}: {error}" for node, error in failed.items())
-        return _event(release, decision, "effect_failed", f"unloading {name} failed: {listed}")
-    return _event(release, decision, "effect", f"{name} unloaded from every node")
+        return _event(release, decision, "effect_failed", f"unloading siblings failed: {listed}")
+    return _event(release, decision, "effect", f"{', '.join(names)} unloaded from every node")
 
 
 def _event(release: Release, decision, kind: str, message: str) -> ReleaseEvent:

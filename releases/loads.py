@@ -14,8 +14,9 @@ still queued after a lease (its message lost with a Redis restart, say) is sent 
 the claim lets only one worker run it.
 
 A config canary's candidate (release.candidate_name) loads under its sibling name, after the
-model's own name is made to serve the baseline alone; the baseline's set of a rollback
-unloads it, and the end of the release makes sure it is gone (releases/effects.py).
+model's own name is made to serve the baseline alone; a graph release's callers then load
+their siblings calling it (release.callers). The baseline's set of a rollback unloads them,
+callers' first, and the end of the release makes sure they are gone (releases/effects.py).
 """
 
 import logging
@@ -29,6 +30,7 @@ from deployments import leases, locks
 from deployments.push import CorruptArtifact
 from deployments.services import serving_state_set
 from deployments.serving import LoadFailed, serving_set_apply, sibling_set_apply, sibling_unload
+from models_registry.models import ModelVersion
 from releases.models import Release, ServingLoad
 
 log = logging.getLogger(__name__)
@@ -136,12 +138,45 @@ def load_run(*, load_id: int) -> str:
     return status
 
 
+def siblings_of(release: Release) -> list[str]:
+    """The names a release serves beside its model's own, in unload order: its callers'
+    siblings (a graph release) before the candidate's they call."""
+    callers = [caller["served_as"] for caller in release.callers or []]
+    return [*callers, release.candidate_name] if release.candidate_name else callers
+
+
+def siblings_unload(release: Release) -> dict[str, str]:
+    """Unload the release's siblings from every node, callers' first; {"node (name)": error}
+    of those that failed (the candidate's is kept while a caller's still calls it)."""
+    for name in siblings_of(release):
+        failed = sibling_unload(cluster=release.cluster, name=name)
+        if failed:
+            return {f"{node} ({name})": error for node, error in failed.items()}
+    return {}
+
+
 def _sibling_gone(release: Release) -> None:
-    """A rolled-back config canary: its sibling unloaded from every node (LoadFailed naming
-    the nodes where that failed), so no node serves the candidate any more."""
-    failed = sibling_unload(cluster=release.cluster, name=release.candidate_name)
+    """A rolled-back config canary or graph release: its siblings unloaded from every node
+    (LoadFailed naming the nodes where that failed), so no node serves the candidate any
+    more."""
+    failed = siblings_unload(release)
     if failed:
-        raise LoadFailed(failed, what=f"unloading {release.candidate_name} failed")
+        raise LoadFailed(failed, what="unloading the release's siblings failed")
+
+
+def _callers_apply(release: Release) -> None:
+    """A graph release's callers served beside themselves under their sibling names, each
+    calling the candidate's sibling instead of the model (LoadFailed naming the nodes)."""
+    for caller in release.callers or []:
+        version = ModelVersion.objects.select_related("model").get(
+            model__name=caller["model"], version=caller["version"]
+        )
+        sibling_set_apply(
+            cluster=release.cluster,
+            version=version,
+            name=caller["served_as"],
+            calls_to={release.model.name: release.candidate_name},
+        )
 
 
 def _apply(job: ServingLoad) -> str:
@@ -163,6 +198,7 @@ def _apply(job: ServingLoad) -> str:
                 sibling_set_apply(
                     cluster=release.cluster, version=release.candidate, name=release.candidate_name
                 )
+                _callers_apply(release)
             elif release.candidate_name and job.which == "baseline":
                 _sibling_gone(release)
         except LoadFailed as exc:

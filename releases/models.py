@@ -34,6 +34,11 @@ class Release(models.Model):
     # (`<model>--c<version>`, deployments/temporary.py) when its config differs from the
     # baseline's, "" when it serves under the model's name with the baseline (one config).
     candidate_name = models.CharField(max_length=200, blank=True, default="")
+    # A graph release (releases/configs.py `graph_callers`): the ensembles serving on the
+    # cluster that call the model, each [{"model", "version", "served_as"}]: while the
+    # candidate takes traffic, `served_as` (the caller's version, calling the candidate's
+    # sibling) takes the same share of the caller's traffic, and the caller is judged too.
+    callers = models.JSONField(default=list, blank=True)
     progress_deadline_s = models.FloatField(default=600.0)
     # The shadow before the first step (0: none): for `shadow_s` the router mirrors
     # `shadow_share` percent of the model's requests to the candidate, answers thrown away.
@@ -141,6 +146,12 @@ class Release(models.Model):
         """The highest weight the candidate reached (steps passed and the current one)."""
         passed = [float(s.get("weight", 0)) for s in (self.steps or [])[: self.step_index]]
         return max([self.candidate_weight, *passed])
+
+    def callers_judged(self) -> list[dict]:
+        """A graph release's callers, each with what the last analysis saw of it (`seen`:
+        per arm and its check, releases/tick.py), None before one judged it."""
+        seen = (self.last_analysis or {}).get("callers") or {}
+        return [{**caller, "seen": seen.get(caller["model"])} for caller in self.callers or []]
 
     def spec(self) -> Spec:
         """The state machine's spec; ReleaseInputError when a stored setting is junk."""

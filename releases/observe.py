@@ -81,10 +81,13 @@ def _add_own(node, names: tuple[str, ...], counters: dict[str, dict[str, float]]
             counters[version]["own_failure"] += counts.get("failure", 0.0)
 
 
-def node_view(node, model: str, candidate: int, served_as: str = "") -> NodeView:
+def node_view(
+    node, model: str, candidate: int, served_as: str = "", callers: tuple = ()
+) -> NodeView:
     """One node: readiness of the candidate (under `served_as`, its sibling name, when it
-    has one) and the model's counters, the sibling's included; never raises. A node whose
-    stored address is unusable or outside the allowed networks is not contacted."""
+    has one; a graph release's `callers` (name, version) READY too) and the model's
+    counters, the sibling's included; never raises. A node whose stored address is unusable
+    or outside the allowed networks is not contacted."""
     if node_urls_check(http=node.http_url, grpc=node.grpc_url, metrics=node.metrics_url):
         return NodeView(False)
     names = (model, served_as) if served_as else (model,)
@@ -98,14 +101,22 @@ def node_view(node, model: str, candidate: int, served_as: str = "") -> NodeView
         )
         counters, pending, p99 = _counters(seen.metrics, names) if seen.metrics else ({}, {}, {})
         _add_own(node, names, counters)
-        return NodeView(True, seen.ready, str(candidate) in seen.loaded, counters, pending, p99)
+        ready = seen.ready and all(_ready(node, name, version) for name, version in callers)
+        return NodeView(True, ready, str(candidate) in seen.loaded, counters, pending, p99)
     except (TritonError, ValueError):
         return NodeView(False)
 
 
-def nodes_view(cluster, model: str, candidate: int, served_as: str = "") -> dict[str, NodeView]:
+def _ready(node, name: str, version: int) -> bool:
+    timeout = settings.SWITCHYARD_TRITON_TIMEOUT_S
+    return probe_model(node.http_url, name, version, timeout_s=timeout).ready
+
+
+def nodes_view(
+    cluster, model: str, candidate: int, served_as: str = "", callers: tuple = ()
+) -> dict[str, NodeView]:
     nodes = list(cluster.nodes.all())
-    views = fan_out(nodes, lambda n: node_view(n, model, candidate, served_as))
+    views = fan_out(nodes, lambda n: node_view(n, model, candidate, served_as, callers))
     return {n.name: views[n.pk] for n in nodes}
 
 
@@ -143,9 +154,16 @@ class RouterInterval:
     """
 
     def __init__(
-        self, log: Path, offset: int, since: float, model: str, latency_since: float = 0.0
+        self,
+        log: Path,
+        offset: int,
+        since: float,
+        model: str,
+        latency_since: float = 0.0,
+        by: str = "version",
     ) -> None:
-        self.log, self.since, self.model = log, since, model
+        # by="arm": a graph release's caller, counted per arm (the called model's version).
+        self.log, self.since, self.model, self.by = log, since, model, by
         # Requests before it are counted, their latencies not (interval.latency_since).
         self.latency_since = latency_since
         self._tail = AccessLogTail(log, offset)
@@ -160,9 +178,9 @@ class RouterInterval:
     def read(self) -> "RouterInterval":
         if self.log.exists() and self.log.stat().st_size < self._tail.offset:
             # rotated: read it all again
-            self.__init__(self.log, 0, self.since, self.model, self.latency_since)
+            self.__init__(self.log, 0, self.since, self.model, self.latency_since, self.by)
         for line in self._tail.read_lines():
-            routed = parse_routed(line, self.model)
+            routed = parse_routed(line, self.model, self.by)
             if routed is None or routed[1] < self.since:
                 continue
             version, ts, request_time_s, failed = routed
@@ -210,13 +228,14 @@ ERROR_LOG_BYTES = 1 << 20
 
 
 def _router_interval(
-    log: Path | None, start: dict, model: str, latency_since: float
+    log: Path | None, start: dict, model: str, latency_since: float, by: str = "version"
 ) -> RouterInterval | None:
     """The router's view of the interval that started at `start`, brought up to date."""
     if log is None or not log.exists() or not start.get("at"):
         return None
-    key = (str(log), int(start.get("log_offset", 0)), float(start["at"]), model, latency_since)
-    seen = _INTERVALS.pop(key, None) or RouterInterval(log, key[1], key[2], model, key[4])
+    offset = int(start.get("log_offset", 0))
+    key = (str(log), offset, float(start["at"]), model, latency_since, by)
+    seen = _INTERVALS.pop(key, None) or RouterInterval(log, *key[1:])
     _INTERVALS[key] = seen.read()
     while len(_INTERVALS) > _INTERVALS_KEPT:
         _INTERVALS.popitem(last=False)
@@ -257,23 +276,65 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
             p99_from="router" if seen else "triton",
             p99_samples=len(router.latencies_ms.get(version, [])) if seen else None,
         )
-    # No router (blue/green for every client at once): nothing to go around.
+    # No router (blue/green for every client at once): nothing to go around. A graph
+    # release's callers' split requests reach the model through them: routed too.
+    via = sum(
+        arms[role].requests
+        for arms in caller_metrics(release, opened).values()
+        for role in ("baseline", "candidate")
+    )
     out["unrouted"] = (
-        None if log is None else interval_unrouted(out, router is not None, since=start.get("at"))
+        None
+        if log is None
+        else interval_unrouted(out, router is not None, since=start.get("at"), via=via)
     )
     return out
 
 
-def interval_unrouted(metrics: dict, has_log: bool, *, since: float | None) -> dict:
+def caller_metrics(release, opened: dict) -> dict[str, dict]:
+    """A graph release's callers over the interval `opened`, from the router alone (their
+    requests through each arm: the baseline's, or the caller's sibling calling the
+    candidate): {caller: {"baseline": Metrics, "candidate": Metrics, "latencies": {role:
+    ms of each request that did not fail}}}."""
+    log = access_log_path(release.cluster)
+    out = {}
+    for caller in release.callers or []:
+        router = _router_interval(
+            log, opened["start"], caller["model"], interval.latency_since(opened), by="arm"
+        )
+        if router is None:
+            continue
+        seen = {"latencies": {}}
+        for role, version in (
+            ("baseline", release.baseline.version),
+            ("candidate", release.candidate.version),
+        ):
+            n = router.requests.get(version, 0)
+            seen["latencies"][role] = router.ok_latencies_ms(version)
+            seen[role] = Metrics(
+                requests=n,
+                errors=router.errors.get(version, 0) + router.cut.get(version, 0),
+                p99_ms=router.p99_ms(version),
+                router_requests=n,
+                router_errors=router.errors.get(version, 0) + router.cut.get(version, 0),
+                p99_from="router",
+                p99_samples=len(router.latencies_ms.get(version, [])),
+            )
+        out[caller["model"]] = seen
+    return out
+
+
+def interval_unrouted(metrics: dict, has_log: bool, *, since: float | None, via: int = 0) -> dict:
     """The interval's unrouted share (releases/unrouted.py): Triton's requests of both
-    versions against the requests the router's split sent them; JSON, as stored."""
+    versions against the requests the router's split sent them (`via`: those it sent
+    through a graph release's callers); JSON, as stored."""
     if not has_log:
         why = "Not measured: the router's access log is not readable here."
         return UnroutedMeasure(0, 0, None, window_start=since, why=why).to_json()
     roles = [metrics["baseline"], metrics["candidate"]]
     return UnroutedMeasure.of(
         sum(m.requests for m in roles),
-        sum(m.router_requests or 0 for m in roles),
+        sum(m.router_requests or 0 for m in roles) + via,
         window_start=since,
         window_end=time.time(),
     ).to_json()

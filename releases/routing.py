@@ -111,6 +111,24 @@ def route_for(release, weight: float, mirror: float = 0.0) -> ModelRoute:
     )
 
 
+def routes_for(release, weight: float, mirror: float = 0.0) -> list[ModelRoute]:
+    """The release's routes: its model's (`route_for`) and, in a graph release, each
+    caller's: the same split of the caller's traffic, its arms the model's versions, the
+    candidate's arm sent to the caller's sibling (which calls the candidate's sibling)."""
+    own = route_for(release, weight, mirror)
+    callers = [
+        ModelRoute(
+            model=caller["model"],
+            weights=dict(own.weights),
+            sticky_header=own.sticky_header,
+            targets={release.candidate.version: caller["served_as"]},
+            served_version=int(caller["version"]),
+        )
+        for caller in release.callers or []
+    ]
+    return [own, *callers]
+
+
 def router_state(
     cluster: TritonCluster, routes: list[ModelRoute], live: RouterState | None = None
 ) -> RouterState:
@@ -212,8 +230,9 @@ def router_upstreams(cluster: TritonCluster, serving: list[str]) -> list[str]:
 
 
 def siblings_serving(cluster: TritonCluster) -> dict[str, list[int]]:
-    """{sibling name: [candidate version]} of the config canaries whose candidate must be
-    loaded on every node now (their baseline+candidate set applied): a node without it
+    """{sibling name: [its version]} of the config canaries whose candidate (and graph
+    releases whose callers' siblings) must be loaded on every node now (their
+    baseline+candidate set applied): a node without it
     would answer the candidate's share with "unknown model", so the membership rule keeps
     such a node out of the router as it does one missing a desired version."""
     active = (
@@ -222,7 +241,11 @@ def siblings_serving(cluster: TritonCluster) -> dict[str, list[int]]:
         .exclude(phase__in=[p.value for p in TERMINAL])
         .select_related("candidate")
     )
-    return {r.candidate_name: [r.candidate.version] for r in active}
+    out = {}
+    for release in active:
+        out[release.candidate_name] = [release.candidate.version]
+        out.update({c["served_as"]: [int(c["version"])] for c in release.callers or []})
+    return out
 
 
 def _loaded_or_none(node: TritonNode) -> dict[str, set[str]] | None:

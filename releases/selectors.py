@@ -238,13 +238,15 @@ def release_no_router_notice(release: Release) -> list[str]:
 
 
 def unrouted_recent(
-    *, cluster, models: list[str], now: float | None = None
+    *, cluster, models: list[str], now: float | None = None, via: dict | None = None
 ) -> dict[str, UnroutedMeasure]:
     """Each model's unrouted share over the last SWITCHYARD_UNROUTED_WINDOW_S: Triton's
     requests from the telemetry rollups (complete minutes, summed over nodes and versions)
     against the requests the router's access log shows for its HTTP split in those same
-    minutes (releases/unrouted.py). {} for a cluster without an nginx router: with none,
-    every client reaches Triton directly and a release is blue/green for all of them."""
+    minutes (releases/unrouted.py). `via` ({model: [ensembles calling it]}): the callers'
+    split requests count as the model's (each runs it once, and a graph release splits
+    them). {} for a cluster without an nginx router: with none, every client reaches
+    Triton directly and a release is blue/green for all of them."""
     from releases.routing import access_log_path
 
     log = access_log_path(cluster)
@@ -270,7 +272,8 @@ def unrouted_recent(
         return {m: UnroutedMeasure(0, 0, None, why=why) for m in models}
     lines, whole = last_lines(log, settings.SWITCHYARD_UNROUTED_LOG_BYTES)
     covered = _log_covers_from(lines, whole)
-    return {m: _unrouted_of(m, minutes[m], lines, covered, since) for m in models}
+    via = via or {}
+    return {m: _unrouted_of(m, minutes[m], lines, covered, since, via.get(m, ())) for m in models}
 
 
 def routed_rate(*, cluster, model: str, now: float | None = None) -> tuple[int, float] | None:
@@ -307,7 +310,12 @@ def _log_covers_from(lines: list[str], whole: bool) -> float:
 
 
 def _unrouted_of(
-    model: str, minutes: dict[float, int], lines: list[str], covered: float, since: float
+    model: str,
+    minutes: dict[float, int],
+    lines: list[str],
+    covered: float,
+    since: float,
+    callers=(),
 ) -> UnroutedMeasure:
     kept = {m: n for m, n in minutes.items() if m >= covered}
     if not kept:
@@ -319,7 +327,7 @@ def _unrouted_of(
     counts = router_counts(lines, keep=lambda ts: math.floor(ts / 60.0) * 60.0 in kept)
     return UnroutedMeasure.of(
         sum(kept.values()),
-        counts.split.get(model, 0),
+        sum(counts.split.get(name, 0) for name in (model, *callers)),
         window_start=min(kept),
         window_end=max(kept) + 60.0,
         grpc_via_router=counts.grpc,

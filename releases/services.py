@@ -17,11 +17,12 @@ from deployments.services import (
     serving_owner_set,
     serving_versions,
 )
+from deployments.temporary import sibling_name
 from integrations.triton.memory import load_refusal
 from models_registry.models import Model
 from models_registry.sla import sla_warning
 from releases import events
-from releases.configs import candidate_name_for, refuse_if_called
+from releases.configs import candidate_name_for, graph_callers
 from releases.inputs import (
     ReleaseInputError,
     agreement_stored,
@@ -72,6 +73,19 @@ def _refuse_if_active(cluster, model, *, lock: bool = False) -> None:
             f"release {found.pk}, {found.phase.lower()}.",
             status=409,
         )
+    calling = (
+        Release.objects.filter(cluster=cluster, callers__contains=[{"model": model.name}])
+        .exclude(phase__in=[p.value for p in TERMINAL])
+        .select_related("model")
+        .first()
+    )
+    if calling is not None:
+        raise ReleaseError(
+            f"{model.name} calls {calling.model.name}, whose release {calling.pk} on "
+            f"{cluster.name} ({calling.phase.lower()}) splits {model.name}'s traffic too: "
+            "wait for it to end.",
+            status=409,
+        )
 
 
 def release_create(
@@ -111,7 +125,9 @@ def release_create(
         sticky=sticky_header,
     )
     shadow = _shadow_checked(cluster, shadow_s, shadow_share, progress_deadline_s, agreement)
-    baseline, candidate_name = _baseline_checked(cluster, candidate, strategy, require_benchmark)
+    baseline, candidate_name, callers = _baseline_checked(
+        cluster, candidate, strategy, require_benchmark
+    )
     if check_freeze:
         _refuse_if_frozen(cluster)
     release = Release(
@@ -125,6 +141,7 @@ def release_create(
         analysis=effective_analysis(analysis, step_interval_s=step_interval_s),
         sticky_header=sticky_header,
         candidate_name=candidate_name,
+        callers=callers,
         **shadow,
         progress_deadline_s=progress_deadline_s,
         drain_s=drain_s,
@@ -196,28 +213,34 @@ def _start_warnings(release: Release) -> list[str]:
 
 
 def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool | None):
-    """(What serves now, the name the candidate serves under) once the candidate may replace
-    it: a config of its own only behind a router (400 naming the fields), where required a
+    """(What serves now, the name the candidate serves under, the callers judged with it)
+    once the candidate may replace it: a config of its own only behind a router (400 naming
+    the fields), callers only where the router can split them (409), where required a
     passed benchmark, and room for it beside the baseline."""
     if reason := backend_refusal(cluster, [candidate]):
         raise ReleaseError(reason + ".", field="candidate_version")
     baseline = _baseline_for(cluster, candidate, strategy=strategy)
     routed = router_driver_name(cluster) != "none"
     candidate_name = candidate_name_for(baseline=baseline, candidate=candidate, routed=routed)
-    refuse_if_called(cluster=cluster, candidate=candidate)
+    callers = graph_callers(cluster=cluster, candidate=candidate, routed=routed)
+    if callers:  # the model's own name keeps the baseline alone: its callers call it
+        candidate_name = sibling_name(candidate.model.name, candidate.version)
     required = cluster.require_benchmark if require_benchmark is None else require_benchmark
     try:
         benchmark_gate_check(version=candidate, required=required)
     except BenchmarkGateError as exc:
         raise ReleaseError(str(exc) + ".", field="candidate_version") from None
     _refuse_if_short_of_memory(cluster, candidate, baseline)
-    return baseline, candidate_name
+    return baseline, candidate_name, callers
 
 
 def _unrouted_check(release: Release, *, actor, confirmed: bool) -> dict:
     """The model's unrouted share now, with the limit it is held to; 409 naming the share and
     the unprotected clients when it is above the limit and not confirmed."""
-    measured = unrouted_recent(cluster=release.cluster, models=[release.model.name])
+    callers = [caller["model"] for caller in release.callers or []]
+    measured = unrouted_recent(
+        cluster=release.cluster, models=[release.model.name], via={release.model.name: callers}
+    )
     measure = measured.get(release.model.name)
     if measure is None:
         return {}  # no router: nothing bypasses what does not exist

@@ -26,6 +26,7 @@ from releases.analysis import (
     SLA,
     Metrics,
     analyze,
+    caller_check,
     fast_guard,
     first_token_check,
     latency_judge,
@@ -67,6 +68,7 @@ def release_tick(*, release_id: int) -> Release | None:
             release.model.name,
             release.candidate.version,
             served_as=release.candidate_name,
+            callers=tuple((c["served_as"], int(c["version"])) for c in release.callers or []),
         )
         _sibling_lost(release, views)
         agreement.compare_step(release, samples_log_path(release.cluster), now=mark.at)
@@ -141,12 +143,16 @@ def _snapshot(release: Release) -> dict:
 
 
 def _sibling_lost(release: Release, views: dict) -> None:
-    """A config canary's sibling missing on a node that answers (restarted empty: reconcile
-    loads only what the model's own name serves): its serving set is applied again, which
-    loads the sibling where it is missing (a no-op where it is loaded)."""
+    """A config canary's sibling (or a graph release's caller's) missing on a node that
+    answers (restarted empty: reconcile loads only what the model's own name serves): its
+    serving set is applied again, which loads the siblings where they are missing (a no-op
+    where they are loaded)."""
     if not release.candidate_name or release.applied_serving != "baseline+candidate":
         return
-    if any(v.live and not v.candidate_loaded for v in views.values()):
+    lost = [v for v in views.values() if v.live and not v.candidate_loaded]
+    # A graph release's callers' siblings count in readiness (releases/observe.py).
+    lost += [v for v in views.values() if v.live and release.callers and not v.candidate_ready]
+    if lost:
         release.applied_serving = ""
 
 
@@ -305,12 +311,15 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
         judge=judge,
     )
     verdict = _with_stream_checks(verdict, metrics, spec, knobs, release.sla or {})
+    verdict, callers = _with_caller_checks(release, verdict)
     release.last_analysis = events.analysis_payload(release, verdict, metrics, now, started=started)
     release.last_analysis["judge"] = {
         **p_values,
         "decisive": judge.decisive,
         "p99_decisive": judge.p99_decisive,
     }
+    if callers:
+        release.last_analysis["callers"] = callers
     release.last_analysis["latency_margin_ms"] = (
         {k: round(v, 3) for k, v in noise.items()} if noise else knobs.latency_margin_ms
     )
@@ -333,6 +342,38 @@ def _with_stream_checks(verdict, metrics: dict, spec, knobs, sla: dict):
     )
     verdict = with_check(verdict, first_token)
     return with_check(verdict, pace_check(pace["candidate"], pace["baseline"], **rule))
+
+
+def _with_caller_checks(release: Release, verdict):
+    """The verdict with a graph release's checks of its callers (releases/analysis.py
+    `caller_check`: each caller's requests through the candidate against its SLA, recorded
+    at the start, and through the baseline), and what each caller's arms saw."""
+    spec = release.spec()
+    seen = {}
+    for name, arms in observe.caller_metrics(release, release.interval).items():
+        recorded = next((c.get("sla") or {}) for c in release.callers if c["model"] == name)
+        noise = noise_margins_ms(arms["latencies"]["baseline"])
+        check = caller_check(
+            name,
+            arms["candidate"],
+            arms["baseline"],
+            SLA(**{k: recorded.get(k) for k in ("p99_latency_ms", "min_success_rate")}),
+            min_requests=spec.min_requests,
+            latency_tolerance=spec.latency_tolerance,
+            latency_margin_ms={k: max(ms, LOG_RESOLUTION_MS) for k, ms in noise.items()}
+            if noise
+            else LOG_RESOLUTION_MS,
+        )
+        verdict = with_check(verdict, check)
+        seen[name] = {
+            **{role: _arm(arms[role]) for role in ("baseline", "candidate")},
+            "check": None if check is None else {"passed": check.passed, "text": check.text},
+        }
+    return verdict, seen
+
+
+def _arm(metrics: Metrics) -> dict:
+    return {"requests": metrics.requests, "errors": metrics.errors, "p99_ms": metrics.p99_ms}
 
 
 def _with_agreement(release: Release, result: str, reason: str) -> tuple[str, str]:

@@ -38,6 +38,8 @@ LOG_FIELDS: dict[str, str] = {
     "request_id": "$request_id",
     "refused": "$sy_refused",  # "1" when nginx refused the request itself (allowlist.py)
     "mirror": "$sy_mirror",  # "1" for a shadow's copy of a request (its answer thrown away)
+    # A caller's request in a graph release: the called model's version it went through.
+    "arm": "$sy_arm",
 }
 
 
@@ -98,10 +100,14 @@ def is_server_error(status: int, upstream_status: str) -> bool:
     return status >= 500 or (last_upstream.isdigit() and int(last_upstream) >= 500)
 
 
-def parse_routed(line: str, model: str) -> tuple[int, float, float, bool] | None:
+def parse_routed(
+    line: str, model: str, by: str = "version"
+) -> tuple[int, float, float, bool] | None:
     """(version, ts, request time in s, is_error) of one routed request to `model`, else None.
     A shadow's mirrored copy counts for the version it was sent to (the candidate's evidence
-    while it only gets copies).
+    while it only gets copies). `by="arm"`: the version is the line's arm (a caller's
+    request in a graph release: the called model's version it went through); lines
+    without one are skipped.
 
     The lean path for loops that read every line (release ticks): about half the cost of
     `parse_line`, and lines of other models are skipped before they are decoded.
@@ -110,7 +116,7 @@ def parse_routed(line: str, model: str) -> tuple[int, float, float, bool] | None
         return None
     try:
         raw = json.loads(line)
-        version = raw["version"]
+        version = raw.get(by) or ""
         if raw["model"] != model or not version.isdigit():
             return None
         status = int(raw["status"])

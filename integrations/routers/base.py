@@ -53,6 +53,11 @@ class ModelRoute:
     # Percent of the mirrored copies whose request body the router writes to its samples
     # log, for a comparer to send to both versions (a shadow's answer agreement).
     sample: float = 0.0
+    # A caller's route in a graph release (an ensemble calling the released model): the
+    # weights' versions are arms, the called model's versions, and every arm is served as
+    # this version of its target (the caller's own, or its sibling that calls the
+    # candidate). The log names the caller's version and, as `arm`, the one picked.
+    served_version: int | None = None
 
     def __post_init__(self) -> None:
         check_route(self)
@@ -110,6 +115,9 @@ class RouterState:
                         {"mirror": r.mirror, "mirror_version": r.mirror_version} if r.mirror else {}
                     ),
                     **({"sample": r.sample} if r.sample else {}),
+                    **(
+                        {"served_version": r.served_version} if r.served_version is not None else {}
+                    ),
                 }
                 for r in self.routes
             ],
@@ -127,6 +135,7 @@ class RouterState:
                 mirror=float(r.get("mirror") or 0.0),
                 mirror_version=r.get("mirror_version"),
                 sample=float(r.get("sample") or 0.0),
+                served_version=r.get("served_version"),
             )
             for r in data.get("routes", [])
         ]
@@ -184,6 +193,15 @@ def check_route(route: ModelRoute) -> None:
         raise RouterError(f"Route of {route.model}: sample {sample!r} must be 0..100 (percent).")
     if sample and not mirror:
         raise RouterError(f"Route of {route.model}: only mirrored copies can be sampled.")
+    served = route.served_version
+    if served is not None and (
+        isinstance(served, bool) or not isinstance(served, int) or served < 1
+    ):
+        raise RouterError(
+            f"Route of {route.model}: served_version {served!r} is not a positive int."
+        )
+    if served is not None and mirror:
+        raise RouterError(f"Route of {route.model}: a caller's route cannot mirror.")
     for version, name in route.targets.items():
         if version not in route.weights or not MODEL_NAME.fullmatch(str(name or "")):
             raise RouterError(

@@ -237,6 +237,7 @@ def _mirror_server(routes: list[ModelRoute], prefix: str) -> str:
         'set $sy_sticky "";',
         'set $sy_refused "";',
         'set $sy_mirror "1";',
+        'set $sy_arm "";',
         "default_type application/json;",
         "proxy_http_version 1.1;",
         'proxy_set_header Connection "";',
@@ -302,6 +303,7 @@ def _server(routes: list[ModelRoute], listen: str, has_nodes: bool, prefix: str)
         'set $sy_sticky "";',
         'set $sy_refused "";',
         'set $sy_mirror "";',
+        'set $sy_arm "";',
         # nginx's own answers (refusals, no node) are JSON like Triton's errors.
         "default_type application/json;",
         "proxy_http_version 1.1;",
@@ -335,6 +337,7 @@ def _grpc_blocks(upstreams: list[str], grpc_listen: str) -> list[str]:
         'set $sy_sticky "";',
         'set $sy_refused "";',
         'set $sy_mirror "";',
+        'set $sy_arm "";',
         # A refusal is a trailers-only gRPC answer: HTTP 200, the status in its headers.
         "default_type application/grpc;",
     ]
@@ -355,9 +358,14 @@ def _route_variables(route: ModelRoute, index: int) -> list[str]:
     """The `set` lines naming a routed request's model, version and sticky key (the log's)."""
     pinned = route.pinned_version()
     sticky = "$http_" + route.sticky_header.lower().replace("-", "_") if route.sticky_header else ""
+    chosen = pinned or f"$sy_version_{index}"
+    if route.served_version is not None:  # a caller's route: the split picks an arm
+        version = [f"    set $sy_version {route.served_version};", f"    set $sy_arm {chosen};"]
+    else:
+        version = [f"    set $sy_version {chosen};"]
     return [
         f'    set $sy_model "{route.model}";',
-        f"    set $sy_version {pinned or f'$sy_version_{index}'};",
+        *version,
         *([f"    set $sy_sticky {sticky};"] if sticky else []),
     ]
 

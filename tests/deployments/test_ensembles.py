@@ -117,8 +117,9 @@ def test_an_ensemble_keeps_its_steps(world, triton_cluster, client):
             "RISK"
         ].shape == (1, 1)
 
-    # A release of the step would take away the version the ensemble pins at promotion (an
-    # ensemble on the newest would send it all its requests): refused, even as a dry run.
+    # A release of the step would take away the version the ensemble pins at promotion
+    # (one on the newest is a graph release: tests/releases/test_release_graph.py): refused,
+    # even as a dry run.
     release = {
         "cluster": "graphs",
         "model": "risk_step",
@@ -128,7 +129,10 @@ def test_an_ensemble_keeps_its_steps(world, triton_cluster, client):
         "dry_run": True,
     }
     refused = _refusal(rita, release, path="/api/v1/releases/")
-    assert "risk_pipeline v1 calls risk_step v1: it pins v1" in refused["errors"][0]["message"]
+    assert (
+        "risk_pipeline v1 pins risk_step v1, which a promotion unloads"
+        in refused["errors"][0]["message"]
+    )
 
     # The cluster page offers to unload the step with what calls it.
     client.force_login(rita)
@@ -281,6 +285,19 @@ def test_a_bls_models_call_is_traced_by_its_smoke_and_guards_what_it_calls(
     assert (
         refused["errors"][1]["message"] == "risk_gate v1 (BLS) calls risk_step (newest) on graphs."
     )
+    # Nor can a release split what a BLS model's code calls by name (ensembles on the newest
+    # are graph releases: tests/releases/test_release_graph.py).
+    release = {
+        "cluster": "graphs",
+        "model": "risk_step",
+        "candidate_version": 1,
+        "strategy": "blue_green",
+        "require_benchmark": False,
+        "dry_run": True,
+    }
+    refused = _refusal(rita, release, path="/api/v1/releases/")
+    message = refused["errors"][0]["message"]
+    assert "risk_gate v1 is a BLS model calling risk_step (newest) from its code" in message
     pushed(deployment_create(cluster=cluster, version=None, model=gate.model, actor=rita))
     pushed(
         deployment_create(cluster=cluster, version=None, model=world["steps"][1].model, actor=rita)

@@ -38,7 +38,16 @@ class Traffic:
     error, and a reset of the retry, is a failed request. Tests assert all three:
     `retries_allowed` is how many a number of router reloads may cause."""
 
-    def __init__(self, port: int, model: str, clients: int = 3, pause_s: float = 0.01):
+    def __init__(
+        self,
+        port: int,
+        model: str,
+        clients: int = 3,
+        pause_s: float = 0.01,
+        *,
+        input_name: str = "FEATURES",
+        scale: float = 1.0,
+    ):
         self.port, self.model, self.pause_s, self.clients = port, model, pause_s, clients
         self.ok = self.failed = self.retries = self.resets = 0
         self.versions: dict[str, int] = {}
@@ -47,13 +56,13 @@ class Traffic:
         self._lock = threading.Lock()
         body = {
             "inputs": [
-                {"name": "FEATURES", "datatype": "FP32", "shape": [1, 128], "data": [0.0] * 128}
+                {"name": input_name, "datatype": "FP32", "shape": [1, 128], "data": [0.0] * 128}
             ]
         }
         self._rng = np.random.default_rng(5)
         self._bodies = []
         for _ in range(64):
-            row = self._rng.normal(size=128).astype(float).tolist()
+            row = (self._rng.normal(size=128) * scale).astype(float).tolist()
             body["inputs"][0]["data"] = row
             self._bodies.append(json.dumps(body))
         self._threads = [threading.Thread(target=self._run, args=(i,)) for i in range(clients)]

@@ -8,7 +8,9 @@ import pytest
 from releases.analysis import (
     SLA,
     Metrics,
+    Verdict,
     analyze,
+    caller_check,
     error_allowance,
     fast_guard,
     latency_judge,
@@ -17,6 +19,7 @@ from releases.analysis import (
     statistical_judge,
     two_proportion_greater,
     wilson_lower_bound,
+    with_check,
 )
 
 GOOD = Metrics(requests=1000, errors=0, avg_ms=20, p99_ms=41, queue_ms=2)
@@ -408,3 +411,23 @@ def test_by_default_one_stalled_request_of_a_few_dozen_does_not_fail_the_avg_che
     slow = [2 * x for x in cand_l[:-1]] + [4.0]
     _, v = verdict(slow, 3.44)
     assert v.result == "fail" and "avg 3.44 > 1.3×1.72 (p " in v.reason, v.reason
+
+
+def test_a_caller_failing_through_the_candidate_fails_the_interval_it_passed():
+    """A graph release: the pipeline's requests through the candidate's arm fail its own
+    SLA while the step's own checks passed; below min_requests there is nothing to say."""
+    sla = SLA(p99_latency_ms=500, min_success_rate=99.0)
+    base = Metrics(requests=40, errors=0, p99_ms=9.0)
+    broken = Metrics(requests=30, errors=30, p99_ms=8.0)
+    check = caller_check(
+        "pipe", broken, base, sla, min_requests=10, latency_tolerance=5, latency_margin_ms=1.0
+    )
+    assert check is not None and not check.passed and check.name == "caller:pipe"
+    assert check.text.startswith("caller pipe fails: ") and "success" in check.text
+    verdict = with_check(Verdict("pass", [], "success 100 ≥ 99"), check)
+    assert verdict.result == "fail" and verdict.reason == check.text
+    healthy = Metrics(requests=30, errors=0, p99_ms=9.5)
+    ok = caller_check("pipe", healthy, base, sla, min_requests=10, latency_tolerance=5)
+    assert ok is not None and ok.passed
+    few = Metrics(requests=5, errors=5, p99_ms=8.0)
+    assert caller_check("pipe", few, base, sla, min_requests=10, latency_tolerance=5) is None

@@ -365,6 +365,40 @@ def test_targets_survive_the_state_mark_and_bad_targets_are_refused():
             ModelRoute("risk", {1: 50.0, 2: 50.0}, targets=targets)
 
 
+def test_a_callers_route_splits_by_arm_and_serves_its_own_version_under_each_target():
+    """A graph release: the pipeline's version 4 serves both arms; arm 2 (the step's
+    candidate) goes to the pipeline's sibling, and the log names the arm picked."""
+    route = ModelRoute("pipe", {1: 70.0, 2: 30.0}, targets={2: "pipe--c4"}, served_version=4)
+    config = render(route)
+    assert split_entries(config, 0) == ["70% 1;", "* 2;"]
+    location = block(config, "location = /v2/models/pipe/infer {")
+    assert "set $sy_version 4;" in location and "set $sy_arm $sy_version_0;" in location
+    assert "rewrite ^ /v2/models/$sy_target_0/versions/$sy_version/infer break;" in location
+    pinned = render(
+        ModelRoute("pipe", {1: 0.0, 2: 100.0}, targets={2: "pipe--c4"}, served_version=4)
+    )
+    location = block(pinned, "location = /v2/models/pipe/infer {")
+    assert "set $sy_arm 2;" in location
+    assert "rewrite ^ /v2/models/pipe--c4/versions/$sy_version/infer break;" in location
+    # Every other request logs no arm.
+    assert render(ModelRoute("risk", {1: 100.0})).count('set $sy_arm "";') >= 1
+    state = RouterState(upstreams=UPSTREAMS, routes=[route])
+    assert RouterState.from_json(json.loads(json.dumps(state.to_json()))) == state
+    for bad in (0, -1, True, "4"):
+        with pytest.raises(RouterError, match="served_version"):
+            ModelRoute("pipe", {1: 100.0}, served_version=bad)
+    with pytest.raises(RouterError, match="cannot mirror"):
+        ModelRoute("pipe", {1: 50.0, 2: 50.0}, served_version=4, mirror=10.0, mirror_version=2)
+
+
+def test_parse_routed_by_arm_reads_a_callers_arm_and_skips_lines_without_one():
+    line = log_line(version="4").replace('"request_id":', '"arm":"2","request_id":')
+    assert '"arm":"2"' in line
+    assert parse_routed(line, "risk", by="arm")[0] == 2
+    assert parse_routed(line, "risk")[0] == 4  # the version the caller served it with
+    assert parse_routed(log_line(version="4"), "risk", by="arm") is None
+
+
 # ---------------------------------------------------------------- shadow (mirror)
 
 

@@ -9,7 +9,10 @@ Switchyard's, pass):
   them;
 * each request takes `extra_ms` longer (0 here), as a slower dependency would;
 * the score of a `disagree_rate` share of inputs (0 here; the same inputs every time, picked
-  by a hash of the features) is moved by 0.25, as a subtly wrong build would answer.
+  by a hash of the features) is moved by 0.25, as a subtly wrong build would answer;
+* a request with a feature above `fail_above` (none here) fails as an error response, as a
+  build that chokes on inputs outside its training range would: callers that send such
+  inputs (a pipeline feeding it unscaled features) fail while others are served.
 Tests and benches write their own faults.json to get a breach of any size.
 """
 
@@ -34,6 +37,8 @@ class TritonPythonModel:
         self.extra_s = float(faults.get("extra_ms", 0.0)) / 1000.0
         self.healthy = int(faults.get("healthy_requests", 0))
         self.disagree_rate = float(faults.get("disagree_rate", 0.0))
+        above = faults.get("fail_above")
+        self.fail_above = None if above is None else float(above)
         self.rng = np.random.default_rng()
 
     def execute(self, requests):
@@ -48,6 +53,10 @@ class TritonPythonModel:
                 responses.append(pb_utils.InferenceResponse(error=error))
                 continue
             features = pb_utils.get_input_tensor_by_name(request, "FEATURES").as_numpy()
+            if faulty and self.fail_above is not None and features.max() > self.fail_above:
+                error = pb_utils.TritonError(f"a feature above {self.fail_above:g}: out of range")
+                responses.append(pb_utils.InferenceResponse(error=error))
+                continue
             hidden = np.maximum(features @ self.w1 + self.b1, 0.0)
             logits = hidden @ self.w2 + self.b2
             score = (1.0 / (1.0 + np.exp(-logits))).astype(np.float32).reshape(-1, 1)
