@@ -111,6 +111,12 @@ class SlaForm(forms.Form):
     p95_first_token_ms = forms.FloatField(
         required=False, min_value=0, label="p95 time to first token (ms, streams)"
     )
+    p95_inter_token_ms = forms.FloatField(
+        required=False, min_value=0, label="p95 time between tokens (ms, streams)"
+    )
+    min_tokens_per_s = forms.FloatField(
+        required=False, min_value=0, label="min tokens per second (95 % of streams)"
+    )
 
 
 @login_required

@@ -142,6 +142,22 @@ class SlaSerializer(inputs.InputSerializer):
         help_text="A streaming model's p95 time to first token (generate_stream through the "
         "router); releases fail an interval whose candidate is above it.",
     )
+    p95_inter_token_ms = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="A generative model's p95 time between tokens after the first, per stream "
+        "(the router's pace over the model's own token count); releases fail an interval "
+        "whose candidate is above it.",
+    )
+    min_tokens_per_s = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="A generative model's fewest output tokens per second after the first "
+        "token that 95 % of its streams must get; releases fail an interval whose "
+        "candidate's 5th percentile is below it.",
+    )
 
 
 class ModelOutputSerializer(serializers.Serializer):

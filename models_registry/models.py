@@ -54,6 +54,14 @@ class Model(models.Model):
     sla_p95_first_token_ms = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0)]
     )
+    # A generative model's, per stream: p95 time between tokens after the first, and the
+    # fewest tokens per second 95 % of streams must get (docs/ARCHITECTURE.md, tokens).
+    sla_p95_inter_token_ms = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0)]
+    )
+    sla_min_tokens_per_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0)]
+    )
     # The next Triton version number; only ever grows, under a row lock (never reused).
     next_version = models.PositiveIntegerField(default=1)
     created_by = models.ForeignKey(
@@ -83,6 +91,8 @@ class Model(models.Model):
             "max_queue_ms": self.sla_max_queue_ms,
             "min_throughput_rps": self.sla_min_throughput_rps,
             "p95_first_token_ms": self.sla_p95_first_token_ms,
+            "p95_inter_token_ms": self.sla_p95_inter_token_ms,
+            "min_tokens_per_s": self.sla_min_tokens_per_s,
         }
 
 

@@ -141,7 +141,7 @@ def team_member_remove(*, team: Team, username: str, actor) -> Team:
 
 SLA_FIELDS = (
     "p99_latency_ms", "min_success_rate", "max_queue_ms", "min_throughput_rps",
-    "p95_first_token_ms",
+    "p95_first_token_ms", "p95_inter_token_ms", "min_tokens_per_s",
 )  # fmt: skip
 
 

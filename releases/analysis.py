@@ -490,6 +490,77 @@ def pace_check(
     return _stream_check(label, candidate, baseline, tolerance, alpha, 0.0)
 
 
+@dataclass(frozen=True)
+class TokenFigures:
+    """A generative version's token figures over an interval, per stream: its tokens per
+    request (Triton's count, `vllm:generation_tokens_total`) over its mean stream size (the
+    router's bytes) make its tokens per KiB, which turns each stream's size into its tokens
+    and its time after the first token (pace x size, the router's) into ms between tokens
+    and tokens per second."""
+
+    tokens_per_stream: float
+    tokens_per_kib: float
+    inter_token_ms: list[float]
+    tokens_per_s: list[float]
+
+    SOURCE = (
+        "tokens: the model's vllm:generation_tokens_total per request (Triton), spread over "
+        "each stream by the router's bytes and timing"
+    )
+
+
+def token_figures(
+    paced: Sequence[tuple[float, int]], stream_bytes: Sequence[int], tokens: float, requests: float
+) -> TokenFigures | None:
+    """`TokenFigures` of one version from its streams' (pace in ms per KiB, bytes) and every
+    stream's size; None where it counts no tokens (or had no stream)."""
+    if tokens <= 0 or requests <= 0 or not stream_bytes:
+        return None
+    per_stream = tokens / requests
+    mean_kib = float(np.mean(stream_bytes)) / 1024.0
+    if mean_kib <= 0:
+        return None
+    per_kib = per_stream / mean_kib
+    between = []
+    for pace, size in paced:
+        count = size / 1024.0 * per_kib  # this stream's tokens
+        if pace > 0 and count > 1.5:  # a gap after the first token to time
+            between.append(pace * size / 1024.0 / (count - 1.0))
+    return TokenFigures(per_stream, per_kib, between, [1000.0 / ms for ms in between])
+
+
+def inter_token_check(
+    candidate_ms: Sequence[float],
+    baseline_ms: Sequence[float],
+    *,
+    tolerance: float,
+    alpha: float,
+    sla_ms: float | None = None,
+) -> Check | None:
+    """A generative model's time between tokens after the first (`TokenFigures`) against
+    the baseline's, by `first_token_check`'s rule, and against the model's SLA `sla_ms`
+    (p95_inter_token_ms) whatever the baseline's; it replaces `pace_check` where both
+    versions count their tokens (a candidate with longer tokens streams more bytes each)."""
+    label = ("itl_p95_ms", "p95 inter-token", "ms")
+    check = _stream_check(label, candidate_ms, baseline_ms, tolerance, alpha, 0.0)
+    if check is not None and check.passed and sla_ms is not None and check.observed > sla_ms:
+        text = f"p95 inter-token {_n(check.observed)} > SLA {_n(sla_ms)} ms"
+        return Check("itl_sla", False, check.observed, sla_ms, text)
+    return check
+
+
+def tokens_rate_check(candidate: Sequence[float], min_per_s: float | None) -> Check | None:
+    """The model's SLA `min_per_s` (min_tokens_per_s): 95 % of the candidate's streams get
+    at least that many tokens per second after the first (its 5th percentile); None without
+    the SLA or below TTFT_MIN_SAMPLES streams."""
+    if min_per_s is None or len(candidate) < TTFT_MIN_SAMPLES:
+        return None
+    p5 = float(np.percentile(candidate, 5))
+    passed = p5 >= min_per_s
+    text = f"p5 tokens/s {_n(p5)} {'≥' if passed else '<'} SLA {_n(min_per_s)}"
+    return Check("tokens_per_s_sla", passed, p5, min_per_s, text)
+
+
 def _stream_check(label, candidate, baseline, tolerance, alpha, margin) -> Check | None:
     name, words, unit = label
     if min(len(candidate), len(baseline)) < TTFT_MIN_SAMPLES:

@@ -69,6 +69,8 @@ class ReleaseSlaSerializer(serializers.Serializer):
     max_queue_ms = serializers.FloatField(required=False, allow_null=True)
     min_throughput_rps = serializers.FloatField(required=False, allow_null=True)
     p95_first_token_ms = serializers.FloatField(required=False, allow_null=True)
+    p95_inter_token_ms = serializers.FloatField(required=False, allow_null=True)
+    min_tokens_per_s = serializers.FloatField(required=False, allow_null=True)
 
 
 class UnroutedMeasureSerializer(serializers.Serializer):

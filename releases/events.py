@@ -85,11 +85,21 @@ def _stream_numbers(metrics: dict, role: str) -> dict:
     if not first:
         return {}
     pace = (metrics.get("stream_pace") or {}).get(role) or []
-    return {
+    out = {
         "streams": len(first),
         "first_token_p95_ms": round(float(np.percentile(first, 95)), 3),
         "pace_p95_ms_per_kib": round(float(np.percentile(pace, 95)), 3) if pace else None,
     }
+    tokens = (metrics.get("tokens") or {}).get(role)
+    if tokens is not None and tokens.inter_token_ms:  # a model that counts its tokens
+        out.update(
+            tokens_per_stream=round(tokens.tokens_per_stream, 2),
+            inter_token_p95_ms=round(float(np.percentile(tokens.inter_token_ms, 95)), 3),
+            tokens_per_s_p50=round(float(np.percentile(tokens.tokens_per_s, 50)), 2),
+            tokens_per_s_p5=round(float(np.percentile(tokens.tokens_per_s, 5)), 2),
+            tokens_source=tokens.SOURCE,
+        )
+    return out
 
 
 def publish(release_id: int) -> None:

@@ -21,7 +21,11 @@ from typing import Literal
 from integrations.triton.metrics import counter_deltas
 
 # own_*: the control plane's own requests among Triton's (releases/observe.py).
-COUNTERS = ("success", "failure", "request_us", "queue_us", "own_success", "own_failure")
+# output_tokens: a generative model's, where it counts them (integrations/triton/metrics.py).
+COUNTERS = (
+    "success", "failure", "request_us", "queue_us", "own_success", "own_failure",
+    "output_tokens",
+)  # fmt: skip
 
 Step = Literal["open", "watch", "judge"]
 

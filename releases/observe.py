@@ -31,7 +31,7 @@ from integrations.triton.errors import TritonError
 from integrations.triton.metrics import parse_metrics
 from integrations.triton.probe import probe_model
 from releases import interval
-from releases.analysis import Metrics
+from releases.analysis import Metrics, token_figures
 from releases.routing import access_log_path
 from releases.unrouted import UnroutedMeasure
 
@@ -56,6 +56,8 @@ def _counters(text: str, names: tuple[str, ...]) -> tuple[dict, dict, dict]:
             continue
         values = {k: series.counters.get(k, 0.0) for k in ("success", "request_us", "queue_us")}
         values["failure"] = sum(series.failures.values())
+        if "output_tokens" in series.counters:  # a generative model counting its tokens
+            values["output_tokens"] = series.counters["output_tokens"]
         counters[version], pending[version] = values, series.pending
         quantile = series.quantile("request", "0.99")
         if quantile is not None:
@@ -173,6 +175,8 @@ class RouterInterval:
         self._ok_ms: dict[int, list[float]] = {}  # the requests that did not fail
         self._first_token_ms: dict[int, list[float]] = {}  # streams that did not fail
         self._pace: dict[int, list[float]] = {}  # their ms per KiB after the first event
+        self._stream_bytes: dict[int, list[int]] = {}  # their sizes
+        self._paced: dict[int, list[tuple[float, int]]] = {}  # (pace, size) where paced
         self.cut: dict[int, int] = {}  # streams cut short by their node (the error log's)
 
     def read(self) -> "RouterInterval":
@@ -195,8 +199,10 @@ class RouterInterval:
                 timing = stream_timing(line)
                 if timing is not None:
                     self._first_token_ms.setdefault(version, []).append(timing[0] * 1000.0)
-                    if timing[1] is not None:
-                        self._pace.setdefault(version, []).append(timing[1])
+                    self._stream_bytes.setdefault(version, []).append(timing.size)
+                    if timing.pace is not None:
+                        self._pace.setdefault(version, []).append(timing.pace)
+                        self._paced.setdefault(version, []).append((timing.pace, timing.size))
         if self._first_token_ms or self.cut:  # a streaming model: its cut streams count too
             lines, _ = last_lines(self.log.with_name("error.log"), ERROR_LOG_BYTES)
             self.cut = cut_streams(lines, self.model, self.since)
@@ -209,6 +215,14 @@ class RouterInterval:
     def stream_pace(self, version: int) -> list[float]:
         """Ms per KiB after the first event of each stream of `version` that did not fail."""
         return list(self._pace.get(version, []))
+
+    def stream_bytes(self, version: int) -> list[int]:
+        """Bytes of each stream of `version` that did not fail, as its client got them."""
+        return list(self._stream_bytes.get(version, []))
+
+    def paced_streams(self, version: int) -> list[tuple[float, int]]:
+        """(pace, bytes) of each stream of `version` whose pace could be told."""
+        return list(self._paced.get(version, []))
 
     def ok_latencies_ms(self, version: int) -> list[float]:
         return list(self._ok_ms.get(version, []))
@@ -250,7 +264,7 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
     nodes = live_counters(views)
     log = access_log_path(release.cluster)
     router = _router_interval(log, start, release.model.name, interval.latency_since(opened))
-    out: dict = {"latencies": {}, "first_token": {}, "stream_pace": {}}
+    out: dict = {"latencies": {}, "first_token": {}, "stream_pace": {}, "tokens": {}}
     for role, version in (
         ("baseline", release.baseline.version),
         ("candidate", release.candidate.version),
@@ -263,6 +277,16 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
         out["latencies"][role] = router.ok_latencies_ms(version) if router else []
         out["first_token"][role] = router.first_token_ms(version) if router else []
         out["stream_pace"][role] = router.stream_pace(version) if router else []
+        out["tokens"][role] = (
+            token_figures(
+                router.paced_streams(version),
+                router.stream_bytes(version),
+                d["output_tokens"],
+                requests,
+            )
+            if router
+            else None
+        )
         out[role] = Metrics(
             requests=requests,
             errors=int(failures),

@@ -125,23 +125,19 @@ def release_create(
         sticky=sticky_header,
     )
     shadow = _shadow_checked(cluster, shadow_s, shadow_share, progress_deadline_s, agreement)
-    baseline, candidate_name, callers = _baseline_checked(
-        cluster, candidate, strategy, require_benchmark
-    )
+    placed = _baseline_checked(cluster, candidate, strategy, require_benchmark)
     if check_freeze:
         _refuse_if_frozen(cluster)
     release = Release(
         cluster=cluster,
         model=candidate.model,
-        baseline=baseline,
         candidate=candidate,
         strategy=strategy,
         steps=spec_steps,
         step_interval_s=step_interval_s,
         analysis=effective_analysis(analysis, step_interval_s=step_interval_s),
         sticky_header=sticky_header,
-        candidate_name=candidate_name,
-        callers=callers,
+        **placed,
         **shadow,
         progress_deadline_s=progress_deadline_s,
         drain_s=drain_s,
@@ -213,10 +209,11 @@ def _start_warnings(release: Release) -> list[str]:
 
 
 def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool | None):
-    """(What serves now, the name the candidate serves under, the callers judged with it)
-    once the candidate may replace it: a config of its own only behind a router (400 naming
-    the fields), callers only where the router can split them (409), where required a
-    passed benchmark, and room for it beside the baseline."""
+    """{baseline: what serves now, candidate_name: the name the candidate serves under,
+    callers: the callers judged with it} once the candidate may replace it: a config of its
+    own only behind a router (400 naming the fields), callers only where the router can
+    split them (409), where required a passed benchmark, and room for it beside the
+    baseline."""
     if reason := backend_refusal(cluster, [candidate]):
         raise ReleaseError(reason + ".", field="candidate_version")
     baseline = _baseline_for(cluster, candidate, strategy=strategy)
@@ -231,7 +228,7 @@ def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool
     except BenchmarkGateError as exc:
         raise ReleaseError(str(exc) + ".", field="candidate_version") from None
     _refuse_if_short_of_memory(cluster, candidate, baseline)
-    return baseline, candidate_name, callers
+    return {"baseline": baseline, "candidate_name": candidate_name, "callers": callers}
 
 
 def _unrouted_check(release: Release, *, actor, confirmed: bool) -> dict:

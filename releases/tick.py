@@ -29,11 +29,13 @@ from releases.analysis import (
     caller_check,
     fast_guard,
     first_token_check,
+    inter_token_check,
     latency_judge,
     noise_margins_ms,
     p99_within_p_value,
     pace_check,
     statistical_judge,
+    tokens_rate_check,
     with_check,
 )
 from releases.inputs import ReleaseInputError
@@ -329,8 +331,10 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
 
 def _with_stream_checks(verdict, metrics: dict, spec, knobs, sla: dict):
     """The verdict with a streaming model's checks: time to first token (against the
-    baseline's and the SLA's) and the pace after it (releases/analysis.py; none without
-    enough streams a side)."""
+    baseline's and the SLA's), then the time between tokens where both versions count
+    their tokens (against the baseline's and the SLA's, and the SLA's tokens per second),
+    else the pace after the first token (releases/analysis.py; none without enough streams
+    a side)."""
     rule = {"tolerance": spec.latency_tolerance, "alpha": knobs.judge_alpha}
     first, pace = metrics["first_token"], metrics["stream_pace"]
     first_token = first_token_check(
@@ -341,7 +345,14 @@ def _with_stream_checks(verdict, metrics: dict, spec, knobs, sla: dict):
         **rule,
     )
     verdict = with_check(verdict, first_token)
-    return with_check(verdict, pace_check(pace["candidate"], pace["baseline"], **rule))
+    cand, base = (metrics.get("tokens") or {}).get("candidate"), metrics["tokens"].get("baseline")
+    if cand is None or base is None:
+        return with_check(verdict, pace_check(pace["candidate"], pace["baseline"], **rule))
+    between = inter_token_check(
+        cand.inter_token_ms, base.inter_token_ms, sla_ms=sla.get("p95_inter_token_ms"), **rule
+    )
+    verdict = with_check(verdict, between)
+    return with_check(verdict, tokens_rate_check(cand.tokens_per_s, sla.get("min_tokens_per_s")))
 
 
 def _with_caller_checks(release: Release, verdict):

@@ -155,7 +155,14 @@ def aggregate(series: list[ModelInterval]) -> ModelInterval:
         avg_queue_ms=_weighted([(s.avg_queue_ms, w) for s, w in ok_rates]),
         avg_compute_ms=_weighted([(s.avg_compute_ms, w) for s, w in ok_rates]),
         avg_batch_size=_weighted([(s.avg_batch_size, w) for s, w in rates]),
+        output_tokens_rate=_summed([s.output_tokens_rate for s in series]),
     )
+
+
+def _summed(values: list[float | None]) -> float | None:
+    """The sum over nodes of a rate some may not report (None where none does)."""
+    seen = [v for v in values if v is not None]
+    return sum(seen) if seen else None
 
 
 def _as_served(series: ModelInterval) -> ModelInterval:

@@ -49,6 +49,8 @@ def model_point(
         "queue_ms": _round(series.avg_queue_ms),
         "compute_ms": _round(series.avg_compute_ms),
         "batch_size": _round(series.avg_batch_size),
+        # A generative model's output tokens per second (its own counter), None otherwise.
+        "tokens_per_s": _round(series.output_tokens_rate),
         "failures": series.failures,
         "pending": series.pending,
         "status": status or series.status,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 # name in the log line -> nginx variable. `sy_*` are set by the rendered config.
 LOG_FIELDS: dict[str, str] = {
@@ -131,13 +132,19 @@ def parse_routed(
         return None
 
 
-def stream_timing(line: str) -> tuple[float, float | None] | None:
+class StreamTiming(NamedTuple):
+    first_s: float  # time to the first event
+    pace: float | None  # ms per KiB of events after the first (None: too small to tell)
+    size: int  # bytes of events the client got
+
+
+def stream_timing(line: str) -> StreamTiming | None:
     """A routed `generate_stream` request's (time to its first event in s, then its pace: ms
-    per KiB of events after the first, None for a stream too small to tell); None for any
-    other line. The first event's time is the upstream's header time (Triton sends the
-    header with the first event: docs/TRITON.md); the pace divides the rest of the stream's
-    time by its size, so a candidate whose tokens come twice as slowly shows twice the pace
-    for answers of the same length."""
+    per KiB of events after the first, None for a stream too small to tell, and its size in
+    bytes); None for any other line. The first event's time is the upstream's header time
+    (Triton sends the header with the first event: docs/TRITON.md); the pace divides the
+    rest of the stream's time by its size, so a candidate whose tokens come twice as slowly
+    shows twice the pace for answers of the same length."""
     if "/generate_stream" not in line:
         return None
     try:
@@ -149,7 +156,8 @@ def stream_timing(line: str) -> tuple[float, float | None] | None:
         rest_s = float(raw.get("request_time") or 0.0) - first
     except (ValueError, TypeError, AttributeError):
         return None
-    return first, (rest_s * 1000.0 / (size / 1024.0) if size >= 256 and rest_s > 0 else None)
+    pace = rest_s * 1000.0 / (size / 1024.0) if size >= 256 and rest_s > 0 else None
+    return StreamTiming(first, pace, size)
 
 
 def parse_line(line: str) -> AccessLogEntry | None:

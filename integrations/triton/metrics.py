@@ -3,7 +3,8 @@
 Pure Python, no Django, no network. Facts this relies on are in docs/TRITON.md §metrics:
 
 * only the families the collector reads are parsed (`READ_FAMILIES`); everything else is
-  skipped before its labels are looked at;
+  skipped before its labels are looked at; besides Triton's own (`nv_`), a generative
+  model's token counters as the vLLM backend names them (`vllm:`);
 * a line's head (name and labels) is parsed once and cached across calls, since every
   scrape of every node repeats the same heads; `Snapshot.samples` is built on demand;
 * model series are keyed by (model, version); extra labels (`_<tag>` from `metric_tags`,
@@ -44,7 +45,13 @@ _MODEL_COUNTERS = {
     "nv_inference_compute_output_duration_us": "compute_output_us",
     **{f"{name}_count": f"{short}_summary_count" for name, short in _SUMMARIES.items()},
     **{f"{name}_sum": f"{short}_summary_sum" for name, short in _SUMMARIES.items()},
+    # A generative model's tokens, as the vLLM backend for Triton counts them (a model of
+    # any backend may export the same counters from its code: examples/token_stream).
+    "vllm:prompt_tokens_total": "prompt_tokens",
+    "vllm:generation_tokens_total": "output_tokens",
 }
+# The prefixes of every family read (a line starting otherwise is skipped unparsed).
+_PREFIXES = ("nv_", "vllm:")
 _NODE = {
     "nv_cpu_utilization": "cpu_utilization",
     "nv_cpu_memory_total_bytes": "memory_total_bytes",
@@ -222,9 +229,9 @@ def _read_lines(text: str) -> list[_Line]:
     out: list[_Line] = []
     append, heads = out.append, _HEADS
     for line in text.splitlines():
-        if not line.startswith("nv_"):
+        if not line.startswith(_PREFIXES):
             line = line.strip()
-            if not line.startswith("nv_"):
+            if not line.startswith(_PREFIXES):
                 continue
         close = line.rfind("}")
         found = heads.get(line[: close + 1], False) if close != -1 else False
@@ -309,6 +316,10 @@ class ModelInterval:
     avg_queue_ms: float | None = None
     avg_compute_ms: float | None = None
     avg_batch_size: float | None = None
+    # A generative model's output tokens per second and per request (None where it does
+    # not count them: `vllm:generation_tokens_total`).
+    output_tokens_rate: float | None = None
+    output_tokens_per_request: float | None = None
 
 
 @dataclass
@@ -395,6 +406,9 @@ def _model_interval(
     out.avg_queue_ms = _ratio(d.get("queue_us"), success, 1e-3)
     out.avg_compute_ms = None if None in compute else _ratio(sum(compute), success, 1e-3)
     out.avg_batch_size = _ratio(d.get("inference_count"), d.get("exec_count"))
+    if "output_tokens" in d:
+        out.output_tokens_rate = d["output_tokens"] / dt_s
+        out.output_tokens_per_request = _ratio(d["output_tokens"], total)
     return out
 
 

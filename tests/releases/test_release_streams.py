@@ -111,11 +111,11 @@ def _register(model, user, version: int):
     return model_version_register(model=model, archive=archive, actor=user)
 
 
-def _streaming_model(world, name: str, variant: int = 2):
+def _streaming_model(world, name: str, variant: int = 2, sla: dict = SLA):
     """token_stream v1 serving through the router under `name`, and the example's
     `variant` registered (2: a first token twice as slow; 3: tokens twice as slow after
     it): (model, v1, that version)."""
-    model = model_create(name=name, team="fraud", actor=world["ada"], sla=SLA)
+    model = model_create(name=name, team="fraud", actor=world["ada"], sla=sla)
     steady = _register(model, world["ada"], 1)
     pushed(deployment_create(cluster=world["cluster"], version=steady, actor=world["rita"]))
     routing.router_for(world["cluster"]).apply(routing.router_state(world["cluster"], []))
@@ -153,6 +153,12 @@ def test_a_candidate_whose_first_token_is_twice_as_slow_is_rolled_back_at_full_s
     last = judged[-1]  # each version's figures, as the cockpit charts them
     assert last["candidate"]["first_token_p95_ms"] > 1.5 * last["baseline"]["first_token_p95_ms"]
     assert last["candidate"]["streams"] >= 20 and last["baseline"]["pace_p95_ms_per_kib"]
+    # Token figures: the example's own count (11 tokens a stream) over the router's bytes
+    # and timing; its tokens come every 10 ms after the first.
+    for role in ("baseline", "candidate"):
+        assert last[role]["tokens_per_stream"] == TOKENS, last[role]
+        assert 9.0 <= last[role]["inter_token_p95_ms"] <= 40.0, last[role]
+        assert "vllm:generation_tokens_total" in last[role]["tokens_source"]
     client.force_login(world["rita"])
     page = client.get(f"/releases/{release.pk}/").content.decode()
     assert 'data-testid="stream-charts"' in page and 'data-metric="first_token_p95_ms"' in page
@@ -161,9 +167,11 @@ def test_a_candidate_whose_first_token_is_twice_as_slow_is_rolled_back_at_full_s
 
 def test_an_equal_candidate_passes_the_first_token_check_and_is_promoted(release_world, ticking):
     """A/A: v1's files with a config parameter of their own (a config canary: served under
-    its sibling name), judged on time to first token like any stream candidate."""
+    its sibling name), judged on time to first token, time between tokens and tokens per
+    second like any stream candidate, against an SLA it meets (~100 tokens/s, 10 ms)."""
     world = release_world
-    model, steady, _ = _streaming_model(world, "stream_aa")
+    sla = {**SLA, "p95_inter_token_ms": 60, "min_tokens_per_s": 20}
+    model, steady, _ = _streaming_model(world, "stream_aa", sla=sla)
     patch = {"parameters": {"release_note": {"string_value": "a/a"}}}
     same = model_version_derive(source=steady, actor=world["ada"], config_patch=patch)
     with Streams(world["port"], "stream_aa") as streams:
@@ -176,8 +184,26 @@ def test_an_equal_candidate_passes_the_first_token_check_and_is_promoted(release
     assert release.sla["p95_first_token_ms"] == 500  # judged against it too (met)
     assert streams.failed == 0, streams.summary()
     judged = [e.data for e in release.events.filter(kind="analysis")]
-    checks = [c for d in judged for c in d.get("checks", []) if c.get("name") == "ttft_p95_ms"]
-    assert checks and all(c["passed"] for c in checks), judged
+    for name in ("ttft_p95_ms", "itl_p95_ms", "tokens_per_s_sla"):
+        checks = [c for d in judged for c in d.get("checks", []) if c.get("name") == name]
+        assert checks and all(c["passed"] for c in checks), (name, judged)
+    _unload(world, model)
+
+
+def test_a_candidate_below_the_slas_tokens_per_second_is_rolled_back(release_world, ticking):
+    """The same A/A candidate against an SLA of 200 tokens/s, twice what the example
+    streams: it fails whatever the baseline does (the SLA is absolute)."""
+    world = release_world
+    model, steady, _ = _streaming_model(world, "stream_tps", sla={**SLA, "min_tokens_per_s": 200})
+    patch = {"parameters": {"release_note": {"string_value": "a/a"}}}
+    same = model_version_derive(source=steady, actor=world["ada"], config_patch=patch)
+    with Streams(world["port"], "stream_tps") as streams:
+        streams.more(10)
+        release = _started(world, same, failed_checks=1)
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+    assert release.phase == "ROLLED_BACK", (release.reason, release.outcome_reason)
+    assert "p5 tokens/s" in release.outcome_reason and "< SLA 200" in release.outcome_reason
+    assert streams.failed == 0, streams.summary()
     _unload(world, model)
 
 
@@ -189,7 +215,8 @@ def test_a_candidate_whose_tokens_come_twice_as_slowly_is_rolled_back(release_wo
         release = _started(world, slow, failed_checks=1)
         release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
     assert release.phase == "ROLLED_BACK", (release.reason, release.outcome_reason)
-    assert "p95 pace" in release.outcome_reason, release.outcome_reason
+    # Judged by the time between tokens: the example counts its tokens.
+    assert "p95 inter-token" in release.outcome_reason, release.outcome_reason
     assert "p95 first token" not in release.outcome_reason  # its first token is on time
     assert streams.failed == 0 and streams.versions.get("2", 0) > 0, streams.summary()
     _unload(world, model)

@@ -106,6 +106,7 @@ def test_release_observation_drops_a_restarted_node_instead_of_counting_from_zer
         "queue_us": 0.0,
         "own_success": 0.0,  # read without own counters: none are taken off
         "own_failure": 0.0,
+        "output_tokens": 0.0,  # a model that counts no tokens
     }
 
 

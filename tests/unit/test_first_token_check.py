@@ -3,7 +3,15 @@ interval's verdict (pure)."""
 
 import numpy as np
 
-from releases.analysis import Check, Verdict, first_token_check, with_check
+from releases.analysis import (
+    Check,
+    Verdict,
+    first_token_check,
+    inter_token_check,
+    token_figures,
+    tokens_rate_check,
+    with_check,
+)
 
 rng = np.random.default_rng(3)
 STEADY = list(40 + rng.normal(0, 1.5, 60))  # ms: the example's v1
@@ -73,3 +81,47 @@ def test_the_slas_first_token_fails_a_candidate_as_fast_as_its_baseline():
     assert within.text.startswith("p95 first token 4") and within.text.endswith("> SLA 30 ms")
     kept = first_token_check(STEADY[:30], STEADY[30:], tolerance=1.5, alpha=0.01, sla_ms=100.0)
     assert kept.passed and kept.name == "ttft_p95_ms"
+
+
+# ---------------------------------------------------------------- tokens
+
+
+def _streams(tokens: int, token_ms: float, event_bytes: int, n: int = 40):
+    """(pace ms/KiB, bytes) of `n` streams of `tokens` events of `event_bytes`, one token
+    every `token_ms` after the first (as the router logs them), and every stream's size."""
+    size = tokens * event_bytes
+    rest_ms = (tokens - 1) * token_ms
+    jitter = rng.normal(0, 0.02, n)
+    paced = [(rest_ms * (1 + j) / (size / 1024.0), size) for j in jitter]
+    return paced, [size] * n
+
+
+def test_token_figures_turn_bytes_and_pace_into_time_between_tokens():
+    paced, sizes = _streams(11, 10.0, 70)
+    figures = token_figures(paced, sizes, tokens=440, requests=40)  # Triton: 11 a stream
+    assert figures.tokens_per_stream == 11
+    assert abs(np.median(figures.inter_token_ms) - 10.0) < 0.5
+    assert abs(np.median(figures.tokens_per_s) - 100.0) < 5
+    # Longer tokens (twice the bytes each) at the same pace: the same time between tokens,
+    # though the pace per KiB halves.
+    long_paced, long_sizes = _streams(11, 10.0, 140)
+    longer = token_figures(long_paced, long_sizes, tokens=440, requests=40)
+    assert abs(np.median(longer.inter_token_ms) - 10.0) < 0.5
+    assert token_figures(paced, sizes, tokens=0, requests=40) is None  # counts no tokens
+    assert token_figures([], [], tokens=10, requests=1) is None
+
+
+def test_slower_tokens_fail_against_the_baseline_and_the_sla_bounds_them_absolutely():
+    base = token_figures(*_streams(11, 10.0, 70), tokens=440, requests=40)
+    slow = token_figures(*_streams(11, 20.0, 70), tokens=440, requests=40)
+    check = inter_token_check(slow.inter_token_ms, base.inter_token_ms, tolerance=1.5, alpha=0.01)
+    assert not check.passed and check.name == "itl_p95_ms" and "p95 inter-token" in check.text
+    same = inter_token_check(
+        base.inter_token_ms[:20], base.inter_token_ms[20:], tolerance=1.5, alpha=0.01, sla_ms=5
+    )
+    assert not same.passed and same.name == "itl_sla" and "> SLA 5 ms" in same.text
+    assert tokens_rate_check(base.tokens_per_s, 50).passed
+    failing = tokens_rate_check(base.tokens_per_s, 200)
+    assert not failing.passed and failing.text.startswith("p5 tokens/s 9")
+    assert tokens_rate_check(base.tokens_per_s, None) is None
+    assert tokens_rate_check(base.tokens_per_s[:19], 50) is None  # too few streams

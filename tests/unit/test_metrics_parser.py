@@ -27,7 +27,9 @@ def reference_samples(text: str) -> list[tuple]:
         for sample in family.samples:
             name = sample.name
             if family.type == "counter" and name == family.name + "_total":
-                name = family.name  # the reference renames counters to OpenMetrics style
+                # the reference renames counters to OpenMetrics style; a counter written
+                # with its `_total` (the vLLM backend's token counters) keeps it
+                name = family.name if family.name in READ_FAMILIES else name
             if name in READ_FAMILIES:
                 out.append((name, sample.labels, sample.value, sample.timestamp))
     return out
@@ -253,3 +255,18 @@ def test_sample_labels_are_copies_that_do_not_leak_into_later_parses():
     assert snap.samples[0].labels["model"] == "ticket_router"
     snap.models[("ticket_router", "1")].labels["_team"] = "changed"
     assert parse_metrics(text).models[("ticket_router", "1")].labels == TAGS
+
+
+def test_a_generative_models_own_token_counters_are_read_per_version():
+    """token_counts.txt: the streaming example counts its tokens under the vLLM backend's
+    names (6 streams of 5..10 tokens on v1, 4 of 5..8 on v3)."""
+    models = parse_metrics(read("token_counts.txt")).models
+    v1, v3 = models[("token_stream", "1")], models[("token_stream", "3")]
+    assert v1.counters["output_tokens"] == 45 and v3.counters["output_tokens"] == 26
+    assert v1.counters["prompt_tokens"] == 12 and v1.counters["success"] == 6
+    others = parse_metrics(read("multi_model.txt")).models.values()  # models counting none
+    assert not any("output_tokens" in series.counters for series in others)
+    interval = compute_interval(
+        parse_metrics(read("multi_model.txt")), parse_metrics(read("multi_model.txt")), 1.0
+    )
+    assert all(m.output_tokens_rate is None for m in interval.models)

@@ -1,7 +1,9 @@
 """token_stream v1: streams MAX_TOKENS tokens (at most 256) for a PROMPT, the first after
 FIRST_TOKEN_MS and each next one TOKEN_MS later, one response per token, then the final
-flag. Each request streams from a thread of its own, so streams run side by side (a
-decoupled model answers after execute returns)."""
+flag; counts each request's prompt words and the tokens it streams as
+`vllm:prompt_tokens_total` and `vllm:generation_tokens_total`. Each request streams from a
+thread of its own, so streams run side by side (a decoupled model answers after execute
+returns)."""
 
 import threading
 import time
@@ -27,6 +29,19 @@ class TritonPythonModel:
 
     def initialize(self, args):
         self.threads = []
+        # Token counters under the names the vLLM backend for Triton exports (model and
+        # version labels), which Switchyard reads as the version's token figures. The
+        # families must outlive their metrics: kept on the instance.
+        labels = {"model": args["model_name"], "version": args["model_version"]}
+        self.families = [
+            pb_utils.MetricFamily(
+                name=f"vllm:{kind}_tokens_total",
+                description=f"{kind} tokens",
+                kind=pb_utils.MetricFamily.COUNTER,
+            )
+            for kind in ("prompt", "generation")
+        ]
+        self.prompt_tokens, self.output_tokens = (f.Metric(labels=labels) for f in self.families)
 
     def execute(self, requests):
         for request in requests:
@@ -34,6 +49,10 @@ class TritonPythonModel:
             count = pb_utils.get_input_tensor_by_name(request, "MAX_TOKENS").as_numpy()
             text = prompt[0].decode("utf-8", "replace") if len(prompt) else ""
             n = max(0, min(MAX_TOKENS, int(count.reshape(-1)[0]) if count.size else 0))
+            # Counted here, in execute's thread, as the request is taken (the tokens it will
+            # stream): a metric changed from the stream threads crashed the node (2.51).
+            self.prompt_tokens.increment(len(text.split()))
+            self.output_tokens.increment(n)
             sender = request.get_response_sender()
             thread = threading.Thread(target=self._stream, args=(sender, text, n), daemon=True)
             thread.start()
