@@ -287,10 +287,16 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
             if router
             else None
         )
+        # A decoupled model's request time in Triton ends when execute returns, before its
+        # stream does (3-5 ms against 100+ for the example's: docs/TRITON.md): its streams
+        # are judged on their first token and the time between tokens instead.
+        streams = bool(out["first_token"][role])
         out[role] = Metrics(
             requests=requests,
             errors=int(failures),
-            avg_ms=d["request_us"] / d["success"] / 1000.0 if d["success"] else None,
+            avg_ms=d["request_us"] / d["success"] / 1000.0
+            if d["success"] and not streams
+            else None,
             # The router's per-request latencies cover exactly this interval; Triton's
             # summary quantiles span a longer window (warm-up outliers linger there).
             p99_ms=(router.p99_ms(version) if seen else max(p99s) if p99s and requests else None),
