@@ -121,6 +121,8 @@ def model_cost(request, name: str):
     context = {
         "model": model,
         "by_version": by_version,
+        # A generative model's versions count their output tokens: cost per 1k of them too.
+        "tokens": any(r["output_tokens"] for r in by_version["rows"]),
         "by_node": [r for r in by_node["rows"] if r["cost"] or r["requests"]],
         "figure": figures.overview_figure(series, currency=settings.SWITCHYARD_CURRENCY),
         "ranges": {k: v[0] for k, v in RANGES.items()},

@@ -23,6 +23,7 @@ def _slas(names) -> dict[str, dict]:
 TRAFFIC_CHARTS = [(c, 260, True) for c in ("chart-rate", "chart-success", "chart-latency")]
 TRAFFIC_CHARTS += [("chart-queue", 260, True)]
 NODE_CHARTS = [(c, 240, False) for c in ("chart-cpu", "chart-gpu", "chart-mem")]
+TOKENS_CHART = ("chart-tokens", 260, True)
 
 
 def _opening(*, cluster: str = "", model: str = "", what: str) -> dict:
@@ -83,5 +84,8 @@ def model_live(request, name: str):
         "nodes": [],
         **_opening(model=model.name, what=f"{model.name} on any cluster"),
     }
-    context = {"model": model, "config": config, "charts": TRAFFIC_CHARTS}
+    # A decoupled (streaming) model's page also charts its output tokens a second.
+    streams = model.versions.filter(config_json__model_transaction_policy__decoupled=True)
+    charts = TRAFFIC_CHARTS + ([TOKENS_CHART] if streams.exists() else [])
+    context = {"model": model, "config": config, "charts": charts}
     return render(request, "console/telemetry/model_live.html", context)

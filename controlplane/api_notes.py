@@ -29,7 +29,8 @@ OPERATION_NOTES = {
     "DELETE /api/v1/teams/{name}/members/{username}/": "Remove a member (superusers).",
     "GET /api/v1/models/": "Models with their SLA; filters `?search=&team=&tag=`.",
     "POST /api/v1/models/": "Register a model of a team the caller is a member of, with its SLA "
-    "(`p99_latency_ms`, `min_success_rate`, `max_queue_ms`, `min_throughput_rps`).",
+    "(`p99_latency_ms`, `min_success_rate`, `max_queue_ms`, `min_throughput_rps`; a streaming "
+    "model's `p95_first_token_ms`, `p95_inter_token_ms`, `min_tokens_per_s`).",
     "GET /api/v1/models/{name}/": "One model: SLA, tags, aliases, versions.",
     "PATCH /api/v1/models/{name}/": "Change description, tags or SLA; SLA changes answer 409 "
     "while a release of the model runs.",

@@ -277,16 +277,7 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
         out["latencies"][role] = router.ok_latencies_ms(version) if router else []
         out["first_token"][role] = router.first_token_ms(version) if router else []
         out["stream_pace"][role] = router.stream_pace(version) if router else []
-        out["tokens"][role] = (
-            token_figures(
-                router.paced_streams(version),
-                router.stream_bytes(version),
-                d["output_tokens"],
-                requests,
-            )
-            if router
-            else None
-        )
+        out["tokens"][role] = _tokens(router, version, d["output_tokens"], requests)
         # A decoupled model's request time in Triton ends when execute returns, before its
         # stream does (3-5 ms against 100+ for the example's: docs/TRITON.md): its streams
         # are judged on their first token and the time between tokens instead.
@@ -308,17 +299,32 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
         )
     # No router (blue/green for every client at once): nothing to go around. A graph
     # release's callers' split requests reach the model through them: routed too.
-    via = sum(
-        arms[role].requests
-        for arms in caller_metrics(release, opened).values()
-        for role in ("baseline", "candidate")
-    )
+    via = _through_callers(release, opened)
     out["unrouted"] = (
         None
         if log is None
         else interval_unrouted(out, router is not None, since=start.get("at"), via=via)
     )
     return out
+
+
+def _tokens(router: RouterInterval | None, version: int, tokens: float, requests: int):
+    """The version's token figures (releases/analysis.py `token_figures`), None without the
+    router's view or a token count."""
+    if router is None:
+        return None
+    return token_figures(
+        router.paced_streams(version), router.stream_bytes(version), tokens, requests
+    )
+
+
+def _through_callers(release, opened: dict) -> int:
+    """A graph release's callers' routed requests over the interval, both arms."""
+    return sum(
+        arms[role].requests
+        for arms in caller_metrics(release, opened).values()
+        for role in ("baseline", "candidate")
+    )
 
 
 def caller_metrics(release, opened: dict) -> dict[str, dict]:

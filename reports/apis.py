@@ -61,6 +61,13 @@ class CostRowSerializer(serializers.Serializer):
     successes = serializers.IntegerField()
     compute_hours = serializers.FloatField()
     cost_per_1k = serializers.FloatField(allow_null=True)
+    output_tokens = serializers.IntegerField(
+        help_text="A generative model's output tokens while serving (its own counter, "
+        "`vllm:generation_tokens_total`); 0 for one that counts none."
+    )
+    cost_per_1k_tokens = serializers.FloatField(
+        allow_null=True, help_text="Serving cost per 1,000 output tokens; null without tokens."
+    )
     change_pct = serializers.FloatField(allow_null=True)
 
 

@@ -86,6 +86,7 @@ class Usage:
     requests: int = 0
     successes: int = 0
     cost_kind: str = "serving"
+    output_tokens: int = 0  # a generative model's (telemetry.models.Rollup)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -139,7 +140,8 @@ def change_pct(now: int, before: int) -> float | None:
 
 
 def cost_per_1k(ticks: int, successes: int) -> Decimal | None:
-    """Cost of a thousand successful requests, to a tenth of a cent; None without any."""
+    """Cost of a thousand successful requests (or output tokens), to a hundredth of a cent;
+    None without any."""
     if successes <= 0:
         return None
     value = Decimal(ticks) * 1000 / TICKS_PER_UNIT / successes

@@ -139,6 +139,7 @@ def charge_lines(since: datetime, until: datetime) -> dict[ChargeKey, Line]:
         rows = CostRollup.objects.filter(period=source, start__gte=a, start__lt=b).values_list(
             "start", "cluster_id", "node_name", "kind", "model_name", "version", "cost_kind",
             "cost_ticks", "idle_share_ticks", "requests", "successes", "compute_us", "minutes",
+            "output_tokens",
         )  # fmt: skip
         for start, cid, node, kind, model, version, cost_kind, *amounts in rows.iterator(
             chunk_size=5000

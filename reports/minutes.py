@@ -49,6 +49,7 @@ class Line:
     successes: int = 0
     compute_us: float = 0.0
     minutes: int = 0
+    output_tokens: int = 0  # a generative model's output tokens (its own counter)
 
     def add(self, other: Line) -> None:
         self.cost_ticks += other.cost_ticks
@@ -57,6 +58,7 @@ class Line:
         self.successes += other.successes
         self.compute_us += other.compute_us
         self.minutes += other.minutes
+        self.output_tokens += other.output_tokens
 
 
 @dataclass(frozen=True)
@@ -162,21 +164,21 @@ def _usage(since: datetime, until: datetime) -> dict[tuple[int, str, datetime], 
         "compute_us",
         "requests",
         "successes",
+        "output_tokens",
     )
-    for cluster_id, node, minute, model, version, compute, requests, successes in rows.iterator(
-        chunk_size=20000
-    ):
+    for cluster_id, node, minute, model, version, *counts in rows.iterator(chunk_size=20000):
         usage = per_minute[(cluster_id, node, minute)]
         if model:
             to = charged_to(model, version)
             key = (to.model, to.version, to.cost_kind)
+            compute, requests, successes, tokens = counts
             if (to.model, to.version) in ensembles:
                 compute = 0  # its steps' compute, counted under theirs
             if key in usage:
                 was = usage[key]
                 compute, requests = compute + was.compute_us, requests + was.requests
-                successes += was.successes
-            usage[key] = Usage(*key[:2], compute, requests, successes, to.cost_kind)
+                successes, tokens = successes + was.successes, tokens + was.output_tokens
+            usage[key] = Usage(*key[:2], compute, requests, successes, to.cost_kind, tokens)
     return {where: list(usage.values()) for where, usage in per_minute.items()}
 
 
@@ -240,5 +242,6 @@ def _add_minute(lines, where: tuple[int, str, datetime], price: NodePrice, usage
                 successes=u.successes,
                 compute_us=u.compute_us,
                 minutes=1,
+                output_tokens=u.output_tokens,
             )
         )

@@ -50,6 +50,8 @@ class CostRollup(models.Model):
     requests = models.BigIntegerField(default=0)
     successes = models.BigIntegerField(default=0)
     compute_us = models.FloatField(default=0)
+    # A generative model's output tokens in the period (0 for one that counts none).
+    output_tokens = models.BigIntegerField(default=0, db_default=0)
     minutes = models.IntegerField(default=0)
 
     class Meta:

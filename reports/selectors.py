@@ -86,6 +86,7 @@ def _stored(period: str, since: datetime, until: datetime, into: dict, by) -> No
             Sum("successes"),
             Sum("compute_us"),
             Sum("minutes"),
+            Sum("output_tokens"),
         )
         .order_by()
     )
@@ -289,6 +290,8 @@ def _row(group_by, name, group: Group, cents, total_ticks, before: Group | None)
         successes=traffic.successes,
         compute_hours=round(line.compute_us / 3.6e9, 6),
         cost_per_1k=cost_per_1k(traffic.cost_ticks, traffic.successes),
+        output_tokens=traffic.output_tokens,
+        cost_per_1k_tokens=cost_per_1k(traffic.cost_ticks, traffic.output_tokens),
         change_pct=change_pct(line.cost_ticks, before.line.cost_ticks if before else 0),
     )
     return row
@@ -456,8 +459,9 @@ def budgets_status(*, now: datetime | None = None) -> list[dict]:
 
 
 def version_costs(*, cluster_id: int, model: str, since: datetime, until: datetime) -> dict:
-    """{version: {"cost", "successes", "cost_per_1k"}} of one model on one cluster, serving
-    only (its smoke tests and benchmarks are not what a request costs)."""
+    """{version: {"cost", "successes", "cost_per_1k", "output_tokens", "cost_per_1k_tokens"}}
+    of one model on one cluster, serving only (its smoke tests and benchmarks are not what a
+    request costs)."""
     since, until = clip_range(since, until)
     per_version: dict[str, Line] = defaultdict(Line)
     if since < until:
@@ -472,6 +476,8 @@ def version_costs(*, cluster_id: int, model: str, since: datetime, until: dateti
             "cost": cents[v],
             "successes": line.successes,
             "cost_per_1k": cost_per_1k(line.cost_ticks, line.successes),
+            "output_tokens": line.output_tokens,
+            "cost_per_1k_tokens": cost_per_1k(line.cost_ticks, line.output_tokens),
         }
         for v, line in per_version.items()
     }

@@ -31,10 +31,11 @@ MAX_HOURS_PER_RUN = timedelta(hours=48)
 _DERIVED = """
 INSERT INTO reports_costrollup (
     cluster_id, node_name, period, start, kind, model_name, version, cost_kind, cost_ticks,
-    idle_share_ticks, requests, successes, compute_us, minutes
+    idle_share_ticks, requests, successes, compute_us, minutes, output_tokens
 )
 SELECT cluster_id, {node}, %s, {start}, kind, model_name, version, cost_kind, SUM(cost_ticks),
-    SUM(idle_share_ticks), SUM(requests), SUM(successes), SUM(compute_us), SUM(minutes)
+    SUM(idle_share_ticks), SUM(requests), SUM(successes), SUM(compute_us), SUM(minutes),
+    SUM(output_tokens)
 FROM reports_costrollup
 WHERE period = %s AND start >= %s AND start < %s
 GROUP BY cluster_id, 2, 4, kind, model_name, version, cost_kind
@@ -82,6 +83,7 @@ def _build_hour(start: datetime) -> int:
             successes=line.successes,
             compute_us=line.compute_us,
             minutes=line.minutes,
+            output_tokens=line.output_tokens,
         )
         for (cluster_id, node, _at, kind, model, version, cost_kind), line in lines.items()
     ]

@@ -41,6 +41,9 @@ class Rollup(models.Model):
     benchmark_requests = models.BigIntegerField(default=0)
     own_successes = models.BigIntegerField(default=0)
     split_inexact = models.BooleanField(default=False)
+    # A generative model's output tokens in the minute (its own counter,
+    # `vllm:generation_tokens_total`); 0 for a model that counts none.
+    output_tokens = models.BigIntegerField(default=0, db_default=0)
 
     class Meta:
         ordering = ["minute", "node_name", "model_name", "version"]

@@ -25,6 +25,7 @@ class SeriesDelta:
     queue_us: float = 0.0
     compute_us: float = 0.0
     p99_ms: float | None = None
+    output_tokens: float = 0.0  # a generative model's own count (0: it counts none)
 
 
 def series_delta(before: ModelSeries | None, now: ModelSeries) -> SeriesDelta | None:
@@ -43,6 +44,7 @@ def series_delta(before: ModelSeries | None, now: ModelSeries) -> SeriesDelta | 
         queue_us=diffs.get("queue_us", 0.0),
         compute_us=sum(diffs.get(k, 0.0) for k in _COMPUTE),
         p99_ms=p99 / 1000.0 if p99 is not None and math.isfinite(p99) else None,
+        output_tokens=diffs.get("output_tokens", 0.0),
     )
 
 
@@ -93,6 +95,7 @@ class RollupRow:
     benchmark_requests: float = 0.0
     own_successes: float = 0.0
     split_inexact: bool = False
+    output_tokens: float = 0.0
 
     def add_own(self, own, is_inexact: bool) -> None:
         """Add one interval's own requests (an own_split.Own) to their columns."""
@@ -140,6 +143,7 @@ class RollupBuffer:
         row.request_us += d.request_us
         row.queue_us += d.queue_us
         row.compute_us += d.compute_us
+        row.output_tokens += d.output_tokens
         if d.p99_ms is not None:
             row.p99_ms = d.p99_ms if row.p99_ms is None else max(row.p99_ms, d.p99_ms)
         row.samples += 1

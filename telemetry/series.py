@@ -27,7 +27,7 @@ MAX_POINTS = 40000
 
 MODEL_KEYS = ("cluster", "model", "version")
 MODEL_FIELDS = ("requests", "failures", "request_rate", "success_rate", "avg_ms", "queue_ms")
-MODEL_FIELDS += ("compute_ms", "p99_ms")
+MODEL_FIELDS += ("compute_ms", "p99_ms", "tokens_per_s")
 NODE_FIELDS = ("cpu_util", "gpu_util")
 
 
@@ -55,6 +55,8 @@ MODEL_SQL = {
     "queue_ms": _ratio("g.queue_us", _ANSWERED, "0.001"),
     "compute_ms": _ratio("g.compute_us", _ANSWERED, "0.001"),
     "p99_ms": _round("g.p99_ms"),
+    # A generative model's output tokens a second (its own counter); null where it counts none.
+    "tokens_per_s": _round("NULLIF(g.output_tokens, 0)::float8 / (60 * g.minutes)"),
 }
 # Utilization is a share of 1: four decimals are a hundredth of a percent.
 NODE_SQL = {"cpu_util": _round("g.cpu", 4), "gpu_util": _round("g.gpu", 4)}
@@ -127,6 +129,7 @@ def _model_grouped(*, since, until, cluster, model, version, node, step, max_poi
             request_us=Sum("request_us"),
             queue_us=Sum("queue_us"),
             compute_us=Sum("compute_us"),
+            output_tokens=Sum("output_tokens"),
             p99_ms=Max("p99_ms"),
             # A minute bucket holds one minute: no distinct count (a sort) for the common case.
             minutes=Value(1) if step == resolution.MINUTE else Count("minute", distinct=True),

@@ -25,8 +25,8 @@ INSERT INTO telemetry_rollup (
     cluster_id, node_name, model_name, version, minute, requests, successes, failures,
     request_us, queue_us, compute_us, p99_ms, cpu_util_avg, gpu_util_avg, samples,
     probe_requests, warmup_requests, smoke_requests, benchmark_requests, own_successes,
-    split_inexact
-) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    split_inexact, output_tokens
+) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (cluster_id, node_name, model_name, version, minute) DO UPDATE SET
     requests = telemetry_rollup.requests + EXCLUDED.requests,
     successes = telemetry_rollup.successes + EXCLUDED.successes,
@@ -40,6 +40,7 @@ ON CONFLICT (cluster_id, node_name, model_name, version, minute) DO UPDATE SET
     smoke_requests = telemetry_rollup.smoke_requests + EXCLUDED.smoke_requests,
     benchmark_requests = telemetry_rollup.benchmark_requests + EXCLUDED.benchmark_requests,
     own_successes = telemetry_rollup.own_successes + EXCLUDED.own_successes,
+    output_tokens = telemetry_rollup.output_tokens + EXCLUDED.output_tokens,
     split_inexact = telemetry_rollup.split_inexact OR EXCLUDED.split_inexact,
     p99_ms = GREATEST(telemetry_rollup.p99_ms, EXCLUDED.p99_ms),
     cpu_util_avg = COALESCE(EXCLUDED.cpu_util_avg, telemetry_rollup.cpu_util_avg),
@@ -71,6 +72,7 @@ def _values(row: RollupRow, cluster_id: int) -> tuple:
         round(row.benchmark_requests),
         round(row.own_successes),
         row.split_inexact,
+        round(row.output_tokens),
     )
 
 

@@ -21,6 +21,7 @@
     "chart-success": { title: "success %", sla: "min_success_rate", field: "success_rate" },
     "chart-latency": { title: "latency ms (avg ── p99 ┄)", sla: "p99_latency_ms" },
     "chart-queue": { title: "queue ms", sla: "max_queue_ms", field: "queue_ms" },
+    "chart-tokens": { title: "output tokens/s", field: "tokens_per_s" },
     "chart-cpu": { title: "node CPU %" },
     "chart-gpu": { title: "GPU utilization %" },
     "chart-mem": { title: "node memory GiB used" }
@@ -51,6 +52,7 @@
 
   function reasonFor(id) {
     if (mode !== "live" && id === "chart-mem") return "Node memory is not kept in rollups: it comes with live points only.";
+    if (id === "chart-tokens") return "No output tokens counted: the model exports no vllm:generation_tokens_total counter, or nothing streamed in this range.";
     if (mode !== "live") return "No rollups in this range yet: the collector writes one row per minute.";
     if (NODE_CHARTS.indexOf(id) < 0) return cfg.empty.traffic;
     var seen = Object.keys(nodeState).length || (cfg.initial || { nodes: [] }).nodes.length;
@@ -188,6 +190,7 @@
     add("chart-latency", key + " avg", t, p.avg_ms);
     add("chart-latency", key + " p99", t, p.p99_ms, { line: { dash: "dot" } });
     add("chart-queue", key, t, p.queue_ms);
+    add("chart-tokens", key, t, p.tokens_per_s);
   }
 
   function nodeBadge(p) {
@@ -281,6 +284,7 @@
       addSeries("chart-latency", key + " avg", t, s.avg_ms);
       addSeries("chart-latency", key + " p99", t, s.p99_ms, { line: { dash: "dot" } });
       addSeries("chart-queue", key, t, s.queue_ms);
+      if (s.tokens_per_s) addSeries("chart-tokens", key, t, s.tokens_per_s);
     });
   }
 
@@ -308,8 +312,9 @@
 
   // A range's history: the server picks the resolution (step_s); each chart drawn once.
   function askHistory(range) {
-    var drawn = { since: range, fields: "request_rate,success_rate,avg_ms,p99_ms,queue_ms",
-                  max_points: widestChart() };
+    var fields = "request_rate,success_rate,avg_ms,p99_ms,queue_ms";
+    if (document.getElementById("chart-tokens")) fields += ",tokens_per_s";
+    var drawn = { since: range, fields: fields, max_points: widestChart() };
     var asked = [fetchSeries(Object.assign(drawn, cfg.history))];
     if (cfg.mode === "cluster") {
       asked.push(fetchSeries({ since: range, kind: "node", cluster: cfg.history.cluster, max_points: widestChart() }));
