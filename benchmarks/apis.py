@@ -62,6 +62,12 @@ class BenchmarkSerializer(serializers.Serializer):
     concurrency = serializers.ListField(child=serializers.IntegerField())
     duration_s = serializers.FloatField()
     batch_size = serializers.IntegerField()
+    stream_body = serializers.JSONField(
+        help_text="A decoupled model's generate request each stream sent ({}: generated). Its "
+        "levels add `streams`, `first_token_p50_ms`, `first_token_p95_ms`, "
+        "`inter_token_p95_ms`, `tokens_per_s_p5` (a stream's rate after its first event), "
+        "`tokens_per_stream` and `tokens_per_s` (events: one response a token)."
+    )
     level_index = serializers.IntegerField()
     progress_pct = serializers.FloatField()
     cancel_requested = serializers.BooleanField()
@@ -120,6 +126,12 @@ class BenchmarkCreateApi(APIView):
                 child=serializers.IntegerField(min_value=0, max_value=2**62), max_length=16
             ),
             required=False,
+        )
+        stream_body = serializers.DictField(
+            required=False,
+            help_text="A decoupled model's generate request each stream sends (input name to "
+            'value, e.g. {"PROMPT": "a ticket of 40 words ...", "MAX_TOKENS": 64}: a prompt '
+            "and an output of set lengths); without it, one made from generated inputs.",
         )
 
     @extend_schema(request=InputSerializer, responses={202: BenchmarkAcceptedSerializer})

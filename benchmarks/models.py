@@ -38,6 +38,9 @@ class BenchmarkRun(models.Model):
     batch_size = models.PositiveIntegerField(default=1)
     # {"INPUT_NAME": [dims without batch]} for inputs with variable (-1) dims.
     dims_override = models.JSONField(default=dict, blank=True)
+    # A decoupled model's generate request (input name -> value) each stream sends; {} for
+    # one from the generated inputs (benchmarks/runner.py).
+    stream_body = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     level_index = models.PositiveIntegerField(default=0)
     progress_pct = models.FloatField(default=0.0)

@@ -12,24 +12,27 @@ generated inputs always fit).
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import numpy as np
 import tritonclient.http as httpclient
 from tritonclient.utils import np_to_triton_dtype
 
-from benchmarks.analysis import level_summary, stats_delta
+from benchmarks.analysis import level_summary, percentile, stats_delta
 from deployments import own_traffic
 from deployments.push import LoadPlan, client_for
 from deployments.validation import tensor_limits
 from integrations.triton.client import TritonClient
 from integrations.triton.errors import TritonError
 from integrations.triton.inputs import generate_inputs
+from integrations.triton.stream import generate_body, stream_once
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +56,19 @@ class SweepSpec:
     batch_size: int = 1
     dims_override: Mapping[str, Sequence[int]] = field(default_factory=dict)
     request_timeout_s: float = 30.0
+    # A decoupled model's generate request ({} : one from the generated inputs); its
+    # requests are streams (integrations/triton/stream.py), timed per event.
+    stream_body: Mapping = field(default_factory=dict)
+
+    @property
+    def streams(self) -> bool:
+        """Whether the version answers over streams only (a decoupled model)."""
+        policy = self.plan.config_dict.get("model_transaction_policy") or {}
+        return bool(policy.get("decoupled"))
+
+    def body(self, inputs: Mapping[str, np.ndarray]) -> dict:
+        """The generate request each stream sends."""
+        return dict(self.stream_body) or generate_body(inputs)
 
 
 # on_tick(level_index, fraction of the sweep done 0..1) -> True to cancel.
@@ -109,6 +125,63 @@ class _Worker(threading.Thread):
             client.close()
 
 
+class _StreamWorker(_Worker):
+    """One keep-alive connection streaming generate requests back to back; per stream its
+    time to first event, its events and the time between them after the first."""
+
+    def __init__(self, url: str, spec: SweepSpec, inputs: dict, deadline: float, stop):
+        super().__init__(url, spec, inputs, deadline, stop)
+        self.first_ms: list[float] = []
+        self.inter_ms: list[float] = []
+        self.events = 0
+
+    def run(self) -> None:
+        timeout, body = self.spec.request_timeout_s, self.spec.body(self.inputs)
+        conn = http.client.HTTPConnection(urlsplit(self.url).netloc, timeout=timeout)
+        try:
+            while time.perf_counter() < self.deadline and not self.stop.is_set():
+                seen = stream_once(
+                    self.url, self.spec.temp_name, body, version=self.spec.version,
+                    timeout_s=timeout, connection=conn,
+                )  # fmt: skip
+                if not seen.ok:
+                    self.errors += 1
+                    self.last_error = seen.error or "a stream without events"
+                    continue
+                self.latencies_ms.append(seen.total_s * 1000.0)
+                self.first_ms.append(seen.first_s * 1000.0)
+                self.events += seen.events
+                if seen.inter_event_ms is not None:
+                    self.inter_ms.append(seen.inter_event_ms)
+        finally:
+            self.finished_at = time.perf_counter()
+            conn.close()
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _stream_figures(workers: list[_StreamWorker], elapsed_s: float) -> dict:
+    """A streaming level's figures: p50/p95 time to first event, p95 time between events
+    after the first, events (tokens, for a model streaming one a response) per stream and
+    per second over the level."""
+    first = sorted(ms for w in workers for ms in w.first_ms)
+    inter = sorted(ms for w in workers for ms in w.inter_ms)
+    streams, events = len(first), sum(w.events for w in workers)
+    return {
+        "streams": streams,
+        "first_token_p50_ms": _rounded(percentile(first, 50)),
+        "first_token_p95_ms": _rounded(percentile(first, 95)),
+        "inter_token_p95_ms": _rounded(percentile(inter, 95)),
+        # a stream's own rate after its first event: 1000 / its mean time between events
+        "tokens_per_s_p5": _rounded(1000.0 / percentile(inter, 95)) if inter else None,
+        "tokens_per_stream": _rounded(events / streams) if streams else None,
+        "tokens_per_s": _rounded(events / elapsed_s) if elapsed_s > 0 else None,
+        "tokens_source": "events: one response a token",
+    }
+
+
 def _stats(client: TritonClient, spec: SweepSpec) -> dict | None:
     rows = client.statistics(spec.temp_name, spec.version)
     return rows[0] if rows else None
@@ -147,9 +220,9 @@ def run_level(
     stop = threading.Event()
     before = _stats(client, spec)
     started = time.perf_counter()
+    kind = _StreamWorker if spec.streams else _Worker
     workers = [
-        _Worker(client.node, spec, inputs, started + spec.duration_s, stop)
-        for _ in range(concurrency)
+        kind(client.node, spec, inputs, started + spec.duration_s, stop) for _ in range(concurrency)
     ]
     own = _OwnCount(node, spec, workers) if node is not None else None
     for worker in workers:
@@ -174,6 +247,8 @@ def run_level(
     )
     after = _stats_covering(client, spec, before, summary["requests"])
     summary.update(stats_delta(before, after, elapsed))
+    if spec.streams:
+        summary.update(_stream_figures(workers, elapsed))
     errors = [w.last_error for w in workers if w.last_error]
     if errors:
         summary["last_error"] = errors[0]
@@ -221,10 +296,24 @@ def _warm_up(client: TritonClient, spec: SweepSpec, node=None) -> None:
     )
     for _ in range(WARMUP_REQUESTS):
         if node is None:
-            client.infer(spec.temp_name, inputs, version=spec.version)
+            _warm_one(client, spec, inputs)
             continue
         with own_traffic.counted(node, spec.temp_name, spec.version, own_traffic.BENCHMARK):
-            client.infer(spec.temp_name, inputs, version=spec.version)
+            _warm_one(client, spec, inputs)
+
+
+def _warm_one(client: TritonClient, spec: SweepSpec, inputs: dict) -> None:
+    """One warm-up request: an inference, or a whole stream for a decoupled model (whose
+    failure fails the run before any level, as a failed inference does)."""
+    if not spec.streams:
+        client.infer(spec.temp_name, inputs, version=spec.version)
+        return
+    seen = stream_once(
+        client.node, spec.temp_name, spec.body(inputs), version=spec.version,
+        timeout_s=spec.request_timeout_s,
+    )  # fmt: skip
+    if not seen.ok:
+        raise ValueError(f"The warm-up stream failed: {seen.error or 'no event came'}")
 
 
 def sweep(node, spec: SweepSpec, *, on_tick: TickFn, on_level: LevelFn) -> None:

@@ -6,6 +6,7 @@ transaction, the sweep runs, each level and the outcome are written in short one
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 
@@ -56,6 +57,33 @@ def _check_load(concurrency: Sequence[int], duration_s: float) -> None:
         )
 
 
+MAX_STREAM_BODY_BYTES = 64 * 1024
+
+
+def _check_stream_body(version: ModelVersion, body: dict | None) -> None:
+    """400 on `stream_body` unless it is a generate request of a decoupled model: an object
+    of its input names to JSON values, at most 64 KiB."""
+    if not body:
+        return
+    config = version.config_json or {}
+    if not (config.get("model_transaction_policy") or {}).get("decoupled"):
+        raise BenchmarkError(
+            "stream_body is for a decoupled model (it answers over streams); "
+            f"{version} answers requests: leave it out.",
+            field="stream_body",
+        )
+    names = {spec.get("name") for spec in config.get("input", [])}
+    unknown = sorted(str(k) for k in body if k not in names)
+    if unknown:
+        raise BenchmarkError(
+            f"stream_body names inputs the model does not have: {', '.join(unknown)} "
+            f"(it has {', '.join(sorted(n for n in names if n))}).",
+            field="stream_body",
+        )
+    if len(json.dumps(body)) > MAX_STREAM_BODY_BYTES:
+        raise BenchmarkError("stream_body is larger than 64 KiB.", field="stream_body")
+
+
 def _owner_check(actor, version: ModelVersion, what: str) -> None:
     """Benchmarks are a version's evidence: only its team's members (and superusers) add them."""
     try:
@@ -86,10 +114,14 @@ def benchmark_create(
     actor,
     batch_size: int = 1,
     dims_override: dict | None = None,
+    stream_body: dict | None = None,
 ) -> BenchmarkRun:
-    """A pending benchmark of `version` on a staging node, queued after commit; audited."""
+    """A pending benchmark of `version` on a staging node, queued after commit; audited.
+    A decoupled model's levels are streams, each sending `stream_body` (its generate
+    request) or one made from generated inputs."""
     _owner_check(actor, version, f"Benchmarking '{version.model.name}'")
     _check_load(concurrency, duration_s)
+    _check_stream_body(version, stream_body)
     node = _node_of(cluster)
     try:  # the request shape must be valid before anything is queued
         generate_inputs(
@@ -109,6 +141,7 @@ def benchmark_create(
         duration_s=duration_s,
         batch_size=batch_size,
         dims_override=dims_override or {},
+        stream_body=stream_body or {},
         requested_by=actor,
     )
     with transaction.atomic():
@@ -197,6 +230,7 @@ def _spec(run: BenchmarkRun) -> runner.SweepSpec:
         batch_size=run.batch_size,
         dims_override=run.dims_override,
         request_timeout_s=settings.SWITCHYARD_TRITON_TIMEOUT_S * 6,
+        stream_body=run.stream_body,
     )
 
 

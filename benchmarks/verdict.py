@@ -40,6 +40,7 @@ def _sla_checks(levels: Sequence[dict], sla: dict) -> list[dict]:
                 f"at concurrency {top['concurrency']}",
             )
         )
+    checks += _stream_checks(top, sla)
     floor = sla.get("min_throughput_rps")
     if floor is not None:
         best = max(levels, key=lambda level: level.get("throughput_rps") or 0)
@@ -50,6 +51,35 @@ def _sla_checks(levels: Sequence[dict], sla: dict) -> list[dict]:
                 ok,
                 f"max throughput {_fmt(rate)} req/s {'≥' if ok else '<'} SLA {_fmt(floor)} req/s "
                 f"(at concurrency {best['concurrency']})",
+            )
+        )
+    return checks
+
+
+# A streaming level's figures against a generative SLA: (level key, SLA key, words, unit,
+# True when the figure must stay at or below the SLA).
+_STREAM_SLA = (
+    ("first_token_p95_ms", "p95_first_token_ms", "p95 first token", "ms", True),
+    ("inter_token_p95_ms", "p95_inter_token_ms", "p95 between tokens", "ms", True),
+    ("tokens_per_s_p5", "min_tokens_per_s", "p5 tokens/s a stream", "", False),
+)
+
+
+def _stream_checks(top: dict, sla: dict) -> list[dict]:
+    """A streaming model's figures at the top concurrency against its generative SLA."""
+    checks = []
+    for key, sla_key, words, unit, at_most in _STREAM_SLA:
+        value, limit = top.get(key), sla.get(sla_key)
+        if value is None or limit is None:
+            continue
+        ok = value <= limit if at_most else value >= limit
+        sign = ("≤" if ok else ">") if at_most else ("≥" if ok else "<")
+        unit = f" {unit}" if unit else ""
+        checks.append(
+            _check(
+                ok,
+                f"{words} {_fmt(value)}{unit} {sign} SLA {_fmt(limit)}{unit} at concurrency "
+                f"{top['concurrency']}",
             )
         )
     return checks

@@ -147,7 +147,9 @@ OPERATION_NOTES = {
     "count as the model's in its unrouted share. 409 on `candidate_version` naming each "
     "caller a release cannot split: a BLS model (its code calls the model by name), an "
     "ensemble pinning a version, any caller without a router, one under a release of its "
-    "own; and on starting a release of a caller while its step's graph release runs.",
+    "own; and on starting a release of a caller while its step's graph release runs. 409 on "
+    "`candidate_version` naming each model the candidate calls that the cluster does not "
+    "serve at the version it needs (a release brings nothing it calls; a deployment does).",
     "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events; "
     "`?wait=` holds the answer until it finishes (at most 60 s).",
     "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "
@@ -192,9 +194,15 @@ OPERATION_NOTES = {
     # Benchmarks and metrics
     "GET /api/v1/benchmarks/": "Benchmark runs, newest first; `?model=&cluster=&state=&since=`.",
     "POST /api/v1/benchmarks/": "Run a concurrency sweep of a version on a staging cluster: "
-    "202 `{id, state, finished, outcome}`.",
+    "202 `{id, state, finished, outcome}`. A decoupled (streaming) model's clients read "
+    "`generate_stream` back to back, each sending `stream_body` (its generate request: a "
+    "prompt and an output of set lengths) or one made from generated inputs; 400 on "
+    "`stream_body` for another model or an input it does not have.",
     "GET /api/v1/benchmarks/{run_id}/": "Per level: throughput, p50/p95/p99, server "
-    "queue/compute; the verdict against the SLA and production; `?wait=` (at most 60 s).",
+    "queue/compute (a streaming model's: time to first token p50/p95, p95 time between "
+    "tokens, p5 tokens/s a stream, tokens per stream and per second); the verdict against "
+    "the SLA (a generative SLA's first token, time between tokens and tokens per second at "
+    "the top concurrency) and production; `?wait=` (at most 60 s).",
     "POST /api/v1/benchmarks/{run_id}/cancel/": "Cancel a run (202); 409 once it finished.",
     "GET /api/v1/models/{name}/versions/{version}/benchmarks/": "A version's benchmark runs.",
     "POST /api/v1/models/{name}/versions/{version}/benchmarks/import/": "Import perf_analyzer "

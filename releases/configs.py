@@ -12,9 +12,10 @@ serves under its sibling name, and each caller's sibling calls it (docs/ARCHITEC
 """
 
 from accounts.errors import Refused
-from deployments.selectors import callers_serving
+from deployments.selectors import callers_serving, desired_state
 from deployments.temporary import sibling_name
 from integrations.triton.model_config import ConfigDifference, config_differences
+from integrations.triton.model_config.graph import model_calls
 from releases.models import Release
 from releases.state_machine import TERMINAL
 
@@ -116,6 +117,30 @@ def graph_callers(*, cluster, candidate, routed: bool) -> list[dict]:
         )
         raise Refused(message, field="candidate_version", status=409)
     return sorted(callers, key=lambda c: c["model"])
+
+
+def refuse_unserved_calls(*, cluster, candidate) -> None:
+    """409 naming each model the candidate calls (an ensemble's steps, a BLS model's
+    declared calls) that the cluster does not serve at the version it needs: the candidate
+    would load beside the baseline and fail there. A release does not bring what a
+    candidate calls (a deployment does, deployments/services.py `calls_planned`): what it
+    calls is released or deployed first, without taking from what serves now."""
+    serving = desired_state(cluster=cluster)
+    missing = []
+    for step in model_calls(candidate.config_json or {}):
+        versions = serving.get(step.model) or []
+        if not versions:
+            missing.append(f"{step} (serving nothing there)")
+        elif step.version is not None and step.version not in versions:
+            listed = ", ".join(f"v{v}" for v in versions)
+            missing.append(f"{step} (serving {listed} there)")
+    if missing:
+        message = (
+            f"v{candidate.version} of {candidate.model.name} calls {'; '.join(missing)} on "
+            f"{cluster.name}: serve what it calls there first (a release or deployment of "
+            "each), or release a version calling what serves."
+        )
+        raise Refused(message, field="candidate_version", status=409)
 
 
 def _released(cluster, model: str) -> bool:

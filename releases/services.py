@@ -22,7 +22,7 @@ from integrations.triton.memory import load_refusal
 from models_registry.models import Model
 from models_registry.sla import sla_warning
 from releases import events
-from releases.configs import candidate_name_for, graph_callers
+from releases.configs import candidate_name_for, graph_callers, refuse_unserved_calls
 from releases.inputs import (
     ReleaseInputError,
     agreement_stored,
@@ -219,6 +219,7 @@ def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool
     baseline = _baseline_for(cluster, candidate, strategy=strategy)
     routed = router_driver_name(cluster) != "none"
     candidate_name = candidate_name_for(baseline=baseline, candidate=candidate, routed=routed)
+    refuse_unserved_calls(cluster=cluster, candidate=candidate)
     callers = graph_callers(cluster=cluster, candidate=candidate, routed=routed)
     if callers:  # the model's own name keeps the baseline alone: its callers call it
         candidate_name = sibling_name(candidate.model.name, candidate.version)

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from accounts.errors import Refused
 from deployments.services import deployment_create
 from deployments.temporary import sibling_name
 from integrations.routers.access_log import parse_line
@@ -33,8 +34,9 @@ pytestmark = [pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 SLA = {"p99_latency_ms": 500, "min_success_rate": 99.0}
 
 
-def _pipeline_archive(name: str, step: str, note: str = "") -> bytes:
-    """An ensemble `name` of one step, `step` at its newest version, as an archive."""
+def _pipeline_archive(name: str, step: str, note: str = "", pin: int = -1) -> bytes:
+    """An ensemble `name` of one step, `step` at its newest version (or `pin`), as an
+    archive."""
     config = f"""# {note}
 name: "{name}"
 platform: "ensemble"
@@ -45,7 +47,7 @@ ensemble_scheduling {{
   step [
     {{
       model_name: "{step}"
-      model_version: -1
+      model_version: {pin}
       input_map {{ key: "FEATURES" value: "TXN" }}
       output_map {{ key: "SCORE" value: "RISK" }}
     }}
@@ -169,5 +171,24 @@ def test_a_healthy_step_is_promoted_under_its_pipelines_traffic(release_world, t
     assert _loaded(world, "graph_ok") == [{"2"}, {"2"}]
     for name in (release.candidate_name, release.callers[0]["served_as"]):
         assert _loaded(world, name) == [set(), set()], name
+    _unload(world, pipeline)
+    _unload(world, step)
+
+
+def test_a_pipeline_version_calling_a_step_version_not_served_is_refused(release_world):
+    """A release brings nothing a candidate calls (a deployment does): pinning a step
+    version the cluster does not serve is a 409 naming it, before anything loads."""
+    world = release_world
+    step, _ = _model_serving(world, "graph_pin", SLA, 1)
+    pipeline = _pipeline_serving(world, "graph_pin_pipe", "graph_pin")
+    register_risk_score_as(step, world["ada"], 2)
+    pinned = model_version_register(
+        model=pipeline, archive=io.BytesIO(_pipeline_archive(pipeline.name, "graph_pin", pin=2)),
+        actor=world["ada"],
+    )  # fmt: skip
+    with pytest.raises(Refused, match=r"calls graph_pin v2 \(serving v1 there\)") as refused:
+        _release(world, pinned)
+    assert refused.value.status == 409
+    assert not pipeline.releases.exists()
     _unload(world, pipeline)
     _unload(world, step)
