@@ -32,7 +32,7 @@ from deployments.validation import tensor_limits
 from integrations.triton.client import TritonClient
 from integrations.triton.errors import TritonError
 from integrations.triton.inputs import generate_inputs
-from integrations.triton.stream import generate_body, stream_once
+from integrations.triton.stream import generate_body, is_decoupled, stream_once
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +63,7 @@ class SweepSpec:
     @property
     def streams(self) -> bool:
         """Whether the version answers over streams only (a decoupled model)."""
-        policy = self.plan.config_dict.get("model_transaction_policy") or {}
-        return bool(policy.get("decoupled"))
+        return is_decoupled(self.plan.config_dict)
 
     def body(self, inputs: Mapping[str, np.ndarray]) -> dict:
         """The generate request each stream sends."""
@@ -146,11 +145,12 @@ class _StreamWorker(_Worker):
                 )  # fmt: skip
                 if not seen.ok:
                     self.errors += 1
-                    self.last_error = seen.error or "a stream without events"
+                    self.last_error = seen.error
                     continue
                 self.latencies_ms.append(seen.total_s * 1000.0)
-                self.first_ms.append(seen.first_s * 1000.0)
                 self.events += seen.events
+                if seen.events:  # its first event's time: the header came with it
+                    self.first_ms.append(seen.first_s * 1000.0)
                 if seen.inter_event_ms is not None:
                     self.inter_ms.append(seen.inter_event_ms)
         finally:
@@ -313,7 +313,7 @@ def _warm_one(client: TritonClient, spec: SweepSpec, inputs: dict) -> None:
         timeout_s=spec.request_timeout_s,
     )  # fmt: skip
     if not seen.ok:
-        raise ValueError(f"The warm-up stream failed: {seen.error or 'no event came'}")
+        raise ValueError(f"The warm-up stream failed: {seen.error}")
 
 
 def sweep(node, spec: SweepSpec, *, on_tick: TickFn, on_level: LevelFn) -> None:

@@ -24,6 +24,7 @@ from deployments.models import TritonCluster, TritonNode
 from deployments.validation import tensor_limits
 from integrations.triton.errors import TritonError
 from integrations.triton.inputs import generate_inputs
+from integrations.triton.stream import is_decoupled
 from models_registry.models import ModelVersion
 from models_registry.services import RegistryError, team_write_check
 
@@ -66,7 +67,7 @@ def _check_stream_body(version: ModelVersion, body: dict | None) -> None:
     if not body:
         return
     config = version.config_json or {}
-    if not (config.get("model_transaction_policy") or {}).get("decoupled"):
+    if not is_decoupled(config):
         raise BenchmarkError(
             "stream_body is for a decoupled model (it answers over streams); "
             f"{version} answers requests: leave it out.",

@@ -31,6 +31,7 @@ from integrations.triton.errors import PermanentTritonError, TritonError
 from integrations.triton.inputs import generate_inputs
 from integrations.triton.memory import load_refusal, node_memory
 from integrations.triton.model_config import add_native_warmup, config_for_serving
+from integrations.triton.stream import is_decoupled
 from models_registry.models import ModelVersion
 from models_registry.storage import CHUNK, blob_open, manifest_digest
 
@@ -356,13 +357,6 @@ def _memory_refusal(node, client, plan: LoadPlan) -> str | None:
     return load_refusal(reading, need_bytes=need, reserve_bytes=reserve)
 
 
-def _is_decoupled(config_dict: dict) -> bool:
-    """A decoupled model (many responses to one request) answers gRPC and HTTP infer with an
-    error: its requests go over a stream (generate_stream, gRPC stream infer), which the
-    push's warm-up does not send yet, so its first stream meets it cold."""
-    return bool((config_dict.get("model_transaction_policy") or {}).get("decoupled"))
-
-
 @memory_watched("load")
 def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutcome:
     """Load the plan, wait until every version is READY, warm up one version; never raises.
@@ -388,7 +382,9 @@ def apply_on_node(node, plan: LoadPlan, *, warm_version: int | None) -> NodeOutc
                 _count_native_warmups(node, client, plan.model, before)
             if warm_version is None:
                 return NodeOutcome(True, load_ms)
-            if _is_decoupled(plan.config_dict):  # answers over a stream only: not warmed
+            # A decoupled model answers over a stream only, which the push's warm-up does not
+            # send: its first stream meets it cold (its smoke test streams once).
+            if is_decoupled(plan.config_dict):
                 return NodeOutcome(True, load_ms, extra={"warmup": "skipped: decoupled"})
             start = time.perf_counter()
             with own_traffic.counted(node, plan.model, warm_version, own_traffic.WARMUP):

@@ -29,6 +29,7 @@ from integrations.triton.errors import TritonError
 from integrations.triton.exits import child_exit, child_serving
 from integrations.triton.inputs import generate_inputs
 from integrations.triton.model_config.graph import CALLS_PARAMETER, is_ensemble, model_calls
+from integrations.triton.stream import generate_body, is_decoupled, stream_once
 from models_registry import selectors as registry_selectors
 from models_registry.models import ModelVersion
 
@@ -145,6 +146,31 @@ def _inferences(client, name: str) -> int:
     return total
 
 
+def _answer(client, top: _Load, version: ModelVersion, sample: dict) -> dict:
+    """The smoke inference's report fields: its latency and output shapes, or, for a
+    decoupled model (it answers over a stream only), one generate stream read to its end:
+    its time to first event, its events and what it asked (ValueError when it fails)."""
+    if not is_decoupled(top.plan.config_dict):
+        result = client.infer(top.name, sample, version=version.version)
+        return {
+            "latency_ms": round(result.latency_ms, 2),
+            "output_shapes": {k: list(v.shape) for k, v in result.outputs.items()},
+        }
+    body = generate_body(sample)
+    seen = stream_once(
+        client.node, top.name, body, version=version.version,
+        timeout_s=settings.SWITCHYARD_TRITON_TIMEOUT_S * 6,
+    )  # fmt: skip
+    if not seen.ok:
+        raise ValueError(f"Its smoke stream failed: {seen.error}.")
+    first = round(seen.first_s * 1000.0, 2) if seen.events else None
+    return {
+        "latency_ms": round(seen.total_s * 1000.0, 2),
+        "stream": {"first_event_ms": first, "events": seen.events, "request": body},
+        "output_shapes": {},
+    }
+
+
 @contextlib.contextmanager
 def _node_held(node: TritonNode, loads: list[_Load]) -> Iterator[None]:
     """Models loaded under their own names: one such smoke per node at a time (two would
@@ -175,7 +201,7 @@ def _run(node: TritonNode, version: ModelVersion) -> dict:
             before = {call.model: _inferences(client, call.model) for call in traced}
             with _watching(client, pid, "inference"):
                 with own_traffic.counted(node, top.name, version.version, own_traffic.SMOKE):
-                    result = client.infer(top.name, sample, version=version.version)
+                    answered = _answer(client, top, version, sample)
             after = {call.model: _inferences(client, call.model) for call in traced}
         except NodeLost:
             raise
@@ -196,8 +222,7 @@ def _run(node: TritonNode, version: ModelVersion) -> dict:
         "node": str(node),
         "load_ms": round(load_ms, 1),  # the steps' loads included
         "native_warmup": bool(top.plan.warmup_files),  # Triton ran it inside the load
-        "latency_ms": round(result.latency_ms, 2),
-        "output_shapes": {k: list(v.shape) for k, v in result.outputs.items()},
+        **answered,
     }
     if traced:  # the calls its inference reached: Triton's counters of each moved
         seen = [call.model for call in traced if after[call.model] > before[call.model]]

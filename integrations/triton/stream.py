@@ -37,7 +37,9 @@ class StreamResult:
 
     @property
     def ok(self) -> bool:
-        return not self.error and self.events > 0
+        """Answered 200 and ended without an error event (a request for no output, say
+        zero tokens, may end with no event at all)."""
+        return not self.error
 
     @property
     def inter_event_ms(self) -> float | None:
@@ -45,6 +47,12 @@ class StreamResult:
         if self.first_s is None or self.events < 2:
             return None
         return (self.total_s - self.first_s) * 1000.0 / (self.events - 1)
+
+
+def is_decoupled(config: dict) -> bool:
+    """Whether a model config (as a dict) is decoupled: many responses to one request, so
+    it answers HTTP and gRPC `infer` with an error and is only reached over a stream."""
+    return bool((config.get("model_transaction_policy") or {}).get("decoupled"))
 
 
 def generate_body(inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:

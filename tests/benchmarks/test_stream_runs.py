@@ -1,15 +1,18 @@
-"""Benchmarks of a streaming (decoupled) model against a real Triton node: each level's
-clients read `generate_stream` back to back, timed per event, and the verdict holds the
-figures to the model's generative SLA (benchmarks/runner.py, benchmarks/verdict.py)."""
+"""Benchmarks and smoke tests of a streaming (decoupled) model against a real Triton node:
+each level's clients read `generate_stream` back to back, timed per event, and the verdict
+holds the figures to the model's generative SLA (benchmarks/runner.py, benchmarks/verdict.py);
+its smoke inference is one stream."""
 
 import io
 
 import pytest
 
 from benchmarks.services import BenchmarkError, benchmark_create, benchmark_run
+from deployments.smoke import model_version_smoke_validate
 from models_registry.services import model_version_register
 from tests.benchmarks.conftest import register_variant
 from tests.benchmarks.test_runs import _loaded_bench_models
+from tests.nodes import keyed_client
 from tests.registry.archives import example_entries, tar_gz
 
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
@@ -75,3 +78,19 @@ def test_a_stream_body_is_checked_against_the_model(bench_world, new_model):
             version=plain, cluster=bench_world["staging"], concurrency=[1],
             duration_s=1.0, actor=bench_world["ada"], stream_body=BODY,
         )  # fmt: skip
+
+
+def test_a_streaming_versions_smoke_test_reads_one_stream(bench_world, new_model):
+    """Its smoke inference is a generate stream from generated inputs, read to its end
+    (deployments/smoke.py), on the staging node, under a temporary name."""
+    version = _streaming(new_model("smoke_stream"), bench_world["ada"], 1)
+    report = model_version_smoke_validate(version_id=version.pk)
+    assert report["passed"] is True, report
+    stream = report["stream"]
+    assert set(stream["request"]) == {"PROMPT", "MAX_TOKENS"}, stream
+    assert stream["events"] == stream["request"]["MAX_TOKENS"], stream  # one a token
+    assert report["latency_ms"] > 0 and report["output_shapes"] == {}
+    version.refresh_from_db()
+    assert version.status == "smoke_passed"
+    with keyed_client(bench_world["node"]) as client:
+        assert not [m for m in client.loaded_models() if "--smoke-" in m]
