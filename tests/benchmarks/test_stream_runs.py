@@ -80,7 +80,7 @@ def test_a_stream_body_is_checked_against_the_model(bench_world, new_model):
         )  # fmt: skip
 
 
-def test_a_streaming_versions_smoke_test_reads_one_stream(bench_world, new_model):
+def test_a_streaming_versions_smoke_test_reads_one_stream(bench_world, new_model, client):
     """Its smoke inference is a generate stream from generated inputs, read to its end
     (deployments/smoke.py), on the staging node, under a temporary name."""
     version = _streaming(new_model("smoke_stream"), bench_world["ada"], 1)
@@ -92,5 +92,8 @@ def test_a_streaming_versions_smoke_test_reads_one_stream(bench_world, new_model
     assert report["latency_ms"] > 0 and report["output_shapes"] == {}
     version.refresh_from_db()
     assert version.status == "smoke_passed"
+    client.force_login(bench_world["ada"])
+    page = client.get("/models/smoke_stream/versions/1/").content.decode()
+    assert "one stream (it answers over streams only) with generated inputs" in page
     with keyed_client(bench_world["node"]) as client:
         assert not [m for m in client.loaded_models() if "--smoke-" in m]
