@@ -463,6 +463,7 @@ def first_token_check(
     alpha: float,
     margin_ms: float = 1.0,
     sla_ms: float | None = None,
+    sizes: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> Check | None:
     """A streaming model's time to first token against the baseline's (the router's time to
     each stream's first event, from the streams that did not fail); None below
@@ -473,7 +474,7 @@ def first_token_check(
     says little of a stream whose first token is late and whose tokens then flow. With the
     model's SLA `sla_ms` (p95_first_token_ms), a p95 above it fails whatever the baseline's."""
     label = ("ttft_p95_ms", "p95 first token", "ms")
-    check = _stream_check(label, candidate_ms, baseline_ms, tolerance, alpha, margin_ms)
+    check = _stream_check(label, candidate_ms, baseline_ms, tolerance, alpha, margin_ms, sizes)
     if check is not None and check.passed and sla_ms is not None and check.observed > sla_ms:
         text = f"p95 first token {_n(check.observed)} > SLA {_n(sla_ms)} ms"
         return Check("ttft_sla", False, check.observed, sla_ms, text)
@@ -481,13 +482,18 @@ def first_token_check(
 
 
 def pace_check(
-    candidate: Sequence[float], baseline: Sequence[float], *, tolerance: float, alpha: float
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    tolerance: float,
+    alpha: float,
+    sizes: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> Check | None:
     """A streaming model's pace after its first token (ms per KiB of events: the router sees
     bytes, not tokens) against the baseline's, by the same rule as `first_token_check`: a
     candidate whose tokens come twice as slowly fails though its first token is on time."""
     label = ("pace_p95_ms_per_kib", "p95 pace", "ms/KiB")
-    return _stream_check(label, candidate, baseline, tolerance, alpha, 0.0)
+    return _stream_check(label, candidate, baseline, tolerance, alpha, 0.0, sizes)
 
 
 @dataclass(frozen=True)
@@ -502,6 +508,7 @@ class TokenFigures:
     tokens_per_kib: float
     inter_token_ms: list[float]
     tokens_per_s: list[float]
+    sizes: list[int]  # each timed stream's bytes (its output length), in the same order
 
     SOURCE = (
         "tokens: the model's vllm:generation_tokens_total per request (Triton), spread over "
@@ -521,12 +528,13 @@ def token_figures(
     if mean_kib <= 0:
         return None
     per_kib = per_stream / mean_kib
-    between = []
+    between, sizes = [], []
     for pace, size in paced:
         count = size / 1024.0 * per_kib  # this stream's tokens
         if pace > 0 and count > 1.5:  # a gap after the first token to time
             between.append(pace * size / 1024.0 / (count - 1.0))
-    return TokenFigures(per_stream, per_kib, between, [1000.0 / ms for ms in between])
+            sizes.append(size)
+    return TokenFigures(per_stream, per_kib, between, [1000.0 / ms for ms in between], sizes)
 
 
 def inter_token_check(
@@ -536,13 +544,14 @@ def inter_token_check(
     tolerance: float,
     alpha: float,
     sla_ms: float | None = None,
+    sizes: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> Check | None:
     """A generative model's time between tokens after the first (`TokenFigures`) against
     the baseline's, by `first_token_check`'s rule, and against the model's SLA `sla_ms`
     (p95_inter_token_ms) whatever the baseline's; it replaces `pace_check` where both
     versions count their tokens (a candidate with longer tokens streams more bytes each)."""
     label = ("itl_p95_ms", "p95 inter-token", "ms")
-    check = _stream_check(label, candidate_ms, baseline_ms, tolerance, alpha, 0.0)
+    check = _stream_check(label, candidate_ms, baseline_ms, tolerance, alpha, 0.0, sizes)
     if check is not None and check.passed and sla_ms is not None and check.observed > sla_ms:
         text = f"p95 inter-token {_n(check.observed)} > SLA {_n(sla_ms)} ms"
         return Check("itl_sla", False, check.observed, sla_ms, text)
@@ -561,17 +570,86 @@ def tokens_rate_check(candidate: Sequence[float], min_per_s: float | None) -> Ch
     return Check("tokens_per_s_sla", passed, p5, min_per_s, text)
 
 
-def _stream_check(label, candidate, baseline, tolerance, alpha, margin) -> Check | None:
+# Streams are compared within strata of their size where sizes are known (a prompt's bytes
+# for the first token, a stream's for the time between tokens): at most this many strata,
+# cut at the pooled sizes' quantiles, each with at least STRATUM_MIN streams a side.
+STRATA = 3
+STRATUM_MIN = 5
+
+
+def size_strata(
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    candidate_sizes: Sequence[float],
+    baseline_sizes: Sequence[float],
+) -> list[tuple[list[float], list[float]]]:
+    """(candidate, baseline) values per size stratum, smallest sizes first: up to STRATA
+    strata at the pooled sizes' quantiles, fewer where a stratum would hold fewer than
+    STRATUM_MIN streams a side; [] when the sizes do not match the values or one stratum
+    is all there is (nothing to stratify)."""
+    if len(candidate_sizes) != len(candidate) or len(baseline_sizes) != len(baseline):
+        return []
+    pooled = np.concatenate([np.asarray(candidate_sizes, float), np.asarray(baseline_sizes, float)])
+    for count in range(STRATA, 1, -1):
+        edges = np.unique(np.quantile(pooled, [i / count for i in range(1, count)]))
+        c_at = np.searchsorted(edges, candidate_sizes, side="left")
+        b_at = np.searchsorted(edges, baseline_sizes, side="left")
+        pairs = [
+            ([v for v, s in zip(candidate, c_at, strict=True) if s == k],
+             [v for v, s in zip(baseline, b_at, strict=True) if s == k])
+            for k in range(len(edges) + 1)
+        ]  # fmt: skip
+        if len(pairs) > 1 and all(min(len(c), len(b)) >= STRATUM_MIN for c, b in pairs):
+            return pairs
+    return []
+
+
+def van_elteren_greater(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float | None:
+    """P-value that the first values tend to exceed the second within strata (van Elteren's
+    stratified Wilcoxon-Mann-Whitney: each stratum's U weighted by 1/(n+m+1), normal
+    approximation), so a candidate is not judged on a different mix of sizes."""
+    total = mean = var = 0.0
+    for cand, base in pairs:
+        n, m = len(cand), len(base)
+        if not n or not m:
+            continue
+        ranks = stats.rankdata(np.concatenate([np.asarray(cand, float), np.asarray(base, float)]))
+        u = float(ranks[:n].sum()) - n * (n + 1) / 2.0
+        weight = 1.0 / (n + m + 1)
+        total, mean = total + weight * u, mean + weight * n * m / 2.0
+        var += weight**2 * n * m * (n + m + 1) / 12.0
+    if var <= 0:
+        return None
+    return float(stats.norm.sf((total - mean) / math.sqrt(var)))
+
+
+def _stream_check(label, candidate, baseline, tolerance, alpha, margin, sizes=None):
+    """Candidate against baseline streams: its p95 above `tolerance` times the baseline's
+    (and `margin` more) and a one-sided test sure it is larger (p below `alpha`). With the
+    streams' `sizes` ((candidate's, baseline's)) the test and the ratio are taken within
+    size strata (`size_strata`, `van_elteren_greater`: the ratio is the strata's p95 ratios
+    weighted by their streams), so a different mix of prompt or answer lengths is not read
+    as a slower version. None below TTFT_MIN_SAMPLES streams a side."""
     name, words, unit = label
     if min(len(candidate), len(baseline)) < TTFT_MIN_SAMPLES:
         return None
     cand = float(np.percentile(candidate, 95))
     base = float(np.percentile(baseline, 95))
     limit = max(tolerance * base, base + margin)
-    p_value = mann_whitney_greater(candidate, baseline)
-    failed = cand > limit and p_value is not None and p_value < alpha
-    sign = ">" if cand > limit else "≤"
-    text = f"{words} {_n(cand)} {sign} {_n(tolerance)}×{_n(base)} {unit}"
+    pairs = size_strata(candidate, baseline, *sizes) if sizes else []
+    if pairs:
+        weights = [len(c) + len(b) for c, b in pairs]
+        ratios = [np.percentile(c, 95) / max(np.percentile(b, 95), 1e-9) for c, b in pairs]
+        ratio = float(np.average(ratios, weights=weights))
+        p_value = van_elteren_greater(pairs)
+        slower = ratio > tolerance and cand > base + margin
+    else:
+        p_value = mann_whitney_greater(candidate, baseline)
+        slower = cand > limit
+    failed = slower and p_value is not None and p_value < alpha
+    text = f"{words} {_n(cand)} {'>' if slower else '≤'} {_n(tolerance)}×{_n(base)} {unit}"
+    if pairs:
+        text += f" ({_n(ratio)}× within {len(pairs)} size strata)"
     if p_value is not None:
         text += f" (p={p_value:.2g})"
     return Check(name, not failed, cand, limit, text)

@@ -174,6 +174,7 @@ class RouterInterval:
         self.latencies_ms: dict[int, list[float]] = {}  # every request
         self._ok_ms: dict[int, list[float]] = {}  # the requests that did not fail
         self._first_token_ms: dict[int, list[float]] = {}  # streams that did not fail
+        self._asked: dict[int, list[int]] = {}  # their requests' bytes (prompt sizes)
         self._pace: dict[int, list[float]] = {}  # their ms per KiB after the first event
         self._stream_bytes: dict[int, list[int]] = {}  # their sizes
         self._paced: dict[int, list[tuple[float, int]]] = {}  # (pace, size) where paced
@@ -199,6 +200,7 @@ class RouterInterval:
                 timing = stream_timing(line)
                 if timing is not None:
                     self._first_token_ms.setdefault(version, []).append(timing[0] * 1000.0)
+                    self._asked.setdefault(version, []).append(timing.request_bytes)
                     self._stream_bytes.setdefault(version, []).append(timing.size)
                     if timing.pace is not None:
                         self._pace.setdefault(version, []).append(timing.pace)
@@ -211,6 +213,10 @@ class RouterInterval:
     def first_token_ms(self, version: int) -> list[float]:
         """Time to first token of each stream of `version` that did not fail."""
         return list(self._first_token_ms.get(version, []))
+
+    def prompt_sizes(self, version: int) -> list[int]:
+        """The request bytes of each stream `first_token_ms` lists, in its order."""
+        return list(self._asked.get(version, []))
 
     def stream_pace(self, version: int) -> list[float]:
         """Ms per KiB after the first event of each stream of `version` that did not fail."""
@@ -265,6 +271,7 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
     log = access_log_path(release.cluster)
     router = _router_interval(log, start, release.model.name, interval.latency_since(opened))
     out: dict = {"latencies": {}, "first_token": {}, "stream_pace": {}, "tokens": {}}
+    out.update(prompt_sizes={}, pace_sizes={})
     for role, version in (
         ("baseline", release.baseline.version),
         ("candidate", release.candidate.version),
@@ -277,6 +284,8 @@ def interval_metrics(release, views: dict[str, NodeView], opened: dict) -> dict[
         out["latencies"][role] = router.ok_latencies_ms(version) if router else []
         out["first_token"][role] = router.first_token_ms(version) if router else []
         out["stream_pace"][role] = router.stream_pace(version) if router else []
+        out["prompt_sizes"][role] = router.prompt_sizes(version) if router else []
+        out["pace_sizes"][role] = [s for _, s in router.paced_streams(version)] if router else []
         out["tokens"][role] = _tokens(router, version, d["output_tokens"], requests)
         # A decoupled model's request time in Triton ends when execute returns, before its
         # stream does (3-5 ms against 100+ for the example's: docs/TRITON.md): its streams

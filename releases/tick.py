@@ -337,20 +337,27 @@ def _with_stream_checks(verdict, metrics: dict, spec, knobs, sla: dict):
     a side)."""
     rule = {"tolerance": spec.latency_tolerance, "alpha": knobs.judge_alpha}
     first, pace = metrics["first_token"], metrics["stream_pace"]
+    prompts, sizes = metrics["prompt_sizes"], metrics["pace_sizes"]
     first_token = first_token_check(
         first["candidate"],
         first["baseline"],
         margin_ms=LOG_RESOLUTION_MS,
         sla_ms=sla.get("p95_first_token_ms"),
+        sizes=(prompts["candidate"], prompts["baseline"]),
         **rule,
     )
     verdict = with_check(verdict, first_token)
     cand, base = (metrics.get("tokens") or {}).get("candidate"), metrics["tokens"].get("baseline")
     if cand is None or base is None:
-        return with_check(verdict, pace_check(pace["candidate"], pace["baseline"], **rule))
+        paced = pace_check(
+            pace["candidate"], pace["baseline"], sizes=(sizes["candidate"], sizes["baseline"]),
+            **rule,
+        )  # fmt: skip
+        return with_check(verdict, paced)
     between = inter_token_check(
-        cand.inter_token_ms, base.inter_token_ms, sla_ms=sla.get("p95_inter_token_ms"), **rule
-    )
+        cand.inter_token_ms, base.inter_token_ms, sla_ms=sla.get("p95_inter_token_ms"),
+        sizes=(cand.sizes, base.sizes), **rule,
+    )  # fmt: skip
     verdict = with_check(verdict, between)
     return with_check(verdict, tokens_rate_check(cand.tokens_per_s, sla.get("min_tokens_per_s")))
 

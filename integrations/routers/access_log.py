@@ -32,6 +32,7 @@ LOG_FIELDS: dict[str, str] = {
     # Until the upstream's response header came: for a stream, about its first event.
     "upstream_header_time": "$upstream_header_time",
     "bytes_sent": "$body_bytes_sent",  # a stream's size: its events, as the client got them
+    "request_length": "$request_length",  # the request's bytes (a prompt's size, roughly)
     "upstream_addr": "$upstream_addr",
     "model": "$sy_model",
     "version": "$sy_version",
@@ -136,6 +137,7 @@ class StreamTiming(NamedTuple):
     first_s: float  # time to the first event
     pace: float | None  # ms per KiB of events after the first (None: too small to tell)
     size: int  # bytes of events the client got
+    request_bytes: int = 0  # the request's size (its prompt's, roughly); 0 where not logged
 
 
 def stream_timing(line: str) -> StreamTiming | None:
@@ -157,7 +159,8 @@ def stream_timing(line: str) -> StreamTiming | None:
     except (ValueError, TypeError, AttributeError):
         return None
     pace = rest_s * 1000.0 / (size / 1024.0) if size >= 256 and rest_s > 0 else None
-    return StreamTiming(first, pace, size)
+    asked = str(raw.get("request_length") or "0")
+    return StreamTiming(first, pace, size, int(asked) if asked.isdigit() else 0)
 
 
 def parse_line(line: str) -> AccessLogEntry | None:

@@ -8,8 +8,10 @@ from releases.analysis import (
     Verdict,
     first_token_check,
     inter_token_check,
+    size_strata,
     token_figures,
     tokens_rate_check,
+    van_elteren_greater,
     with_check,
 )
 
@@ -125,3 +127,45 @@ def test_slower_tokens_fail_against_the_baseline_and_the_sla_bounds_them_absolut
     assert not failing.passed and failing.text.startswith("p5 tokens/s 9")
     assert tokens_rate_check(base.tokens_per_s, None) is None
     assert tokens_rate_check(base.tokens_per_s[:19], 50) is None  # too few streams
+
+
+# ---------------------------------------------------------------- size strata
+
+
+def _mix(short: int, long: int, seed: int):
+    """First-token times of `short` streams of a 100-byte prompt (40 ms) and `long` of a
+    4 KiB prompt (120 ms: a longer prompt takes longer to its first token), and the
+    prompts' sizes."""
+    r = np.random.default_rng(seed)
+    values = list(40 + r.normal(0, 1.5, short)) + list(120 + r.normal(0, 3, long))
+    return values, [100] * short + [4096] * long
+
+
+def test_a_candidate_sent_longer_prompts_is_not_read_as_slower_within_size_strata():
+    """The same version (the same time per prompt size) sent half long prompts against a
+    baseline sent 5 %: pooled, its p95 first token is 3x and surely later; within prompt
+    size strata it is neither."""
+    base, base_sizes = _mix(95, 5, 1)
+    cand, cand_sizes = _mix(50, 50, 2)
+    pooled = first_token_check(cand, base, tolerance=1.5, alpha=0.01)
+    assert not pooled.passed  # what a judge blind to the mix would do
+    strata = first_token_check(
+        cand, base, tolerance=1.5, alpha=0.01, sizes=(cand_sizes, base_sizes)
+    )
+    assert strata.passed and "within 2 size strata" in strata.text, strata.text
+    # Slower at every size is still caught within the strata.
+    slow = [v * 2 for v in cand]
+    caught = first_token_check(
+        slow, base, tolerance=1.5, alpha=0.01, sizes=(cand_sizes, base_sizes)
+    )
+    assert not caught.passed and "2.0" in caught.text and "within 2 size strata" in caught.text
+
+
+def test_size_strata_fall_back_to_one_pool_when_sizes_say_nothing():
+    values = list(range(40))
+    assert size_strata(values, values, [10] * 40, [10] * 40) == []  # one size only
+    assert size_strata(values, values, [1, 2], [1, 2]) == []  # sizes not per stream
+    few = size_strata(values, values, [1] * 38 + [9, 9], [1] * 38 + [9, 9])
+    assert few == []  # a stratum of 2 a side: fewer than STRATUM_MIN
+    assert van_elteren_greater([([3, 4, 5], [1, 2, 3]), ([9], [8])]) < 0.2
+    assert van_elteren_greater([]) is None
