@@ -88,8 +88,11 @@ class AccessLogEntry:
 
     @property
     def is_error(self) -> bool:
-        """A server-side failure: nginx or the answering upstream returned 5xx."""
-        return is_server_error(self.status, self.upstream_status)
+        """A server-side failure: nginx or the answering upstream returned 5xx, or a stream
+        the upstream refused (`failed_stream`)."""
+        return is_server_error(self.status, self.upstream_status) or failed_stream(
+            self.uri, self.upstream_status
+        )
 
     @property
     def is_client_error(self) -> bool:
@@ -100,6 +103,18 @@ def is_server_error(status: int, upstream_status: str) -> bool:
     """nginx or the upstream that answered last ("502, 200" after a retry) returned 5xx."""
     last_upstream = upstream_status.rsplit(",", 1)[-1].strip()
     return status >= 500 or (last_upstream.isdigit() and int(last_upstream) >= 500)
+
+
+def failed_stream(uri: str, upstream_status: str) -> bool:
+    """A `generate_stream` whose upstream answered 4xx: Triton answers a decoupled model's
+    error as its first response with 400 and the error as the one event (measured on 2.51:
+    docs/TRITON.md), so a stream refused by a failing candidate counts as failed, as its
+    client sees it. (A bad request fails on both versions alike; an error after the first
+    event goes out as an event of a 200 stream, which the router cannot see.)"""
+    if not uri.endswith("/generate_stream"):
+        return False
+    last = upstream_status.rsplit(",", 1)[-1].strip()
+    return last.isdigit() and 400 <= int(last) < 500
 
 
 def parse_routed(
@@ -123,11 +138,12 @@ def parse_routed(
             return None
         status = int(raw["status"])
         upstream = raw.get("upstream_status", "")
+        upstream = "" if upstream == "-" else upstream
         return (
             int(version),
             float(raw["ts"]),
             float(raw.get("request_time") or 0.0),
-            is_server_error(status, "" if upstream == "-" else upstream),
+            is_server_error(status, upstream) or failed_stream(raw.get("uri", ""), upstream),
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None

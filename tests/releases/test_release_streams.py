@@ -103,8 +103,13 @@ class Streams:
         conn.close()
 
 
-def _register(model, user, version: int):
+def _register(model, user, version: int, faults: dict | None = None):
+    """The example's `version` as a version of `model` (`faults` written to v4's
+    faults.json)."""
     entries = example_entries("token_stream", version)
+    if faults:
+        written = json.dumps(faults).encode()
+        entries = [(n, written if n.endswith("/faults.json") else b) for n, b in entries]
     name = f'name: "{model.name}"'.encode()
     config = entries[0][1].replace(b'name: "token_stream"', name)
     archive = io.BytesIO(tar_gz([("config.pbtxt", config), *entries[1:]]))
@@ -219,4 +224,26 @@ def test_a_candidate_whose_tokens_come_twice_as_slowly_is_rolled_back(release_wo
     assert "p95 inter-token" in release.outcome_reason, release.outcome_reason
     assert "p95 first token" not in release.outcome_reason  # its first token is on time
     assert streams.failed == 0 and streams.versions.get("2", 0) > 0, streams.summary()
+    _unload(world, model)
+
+
+def test_a_candidate_failing_streams_at_their_first_response_is_rolled_back(release_world, ticking):
+    """v4 fails 30 % of its streams at their first response: Triton answers them 400
+    through generate_stream, which the router counts as failed streams (the rule is
+    integrations/routers/access_log.py `failed_stream`); Triton's own counters call every
+    one a success."""
+    world = release_world
+    model, steady, _ = _streaming_model(world, "stream_fail")
+    failing = _register(model, world["ada"], 4, faults={"failure_rate": 0.3})
+    with Streams(world["port"], "stream_fail") as streams:
+        streams.more(10)
+        release = _started(world, failing, failed_checks=1)
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        streams.more(10)  # v1 alone again: every stream whole
+    assert release.phase == "ROLLED_BACK", (release.reason, release.outcome_reason)
+    assert "success" in release.outcome_reason or "guard" in release.outcome_reason, (
+        release.outcome_reason
+    )
+    assert streams.failed > 0 and streams.versions.get("1", 0) > 0, streams.summary()
+    assert all(e.startswith("400") or "error" in e for e in streams.errors), streams.errors[:3]
     _unload(world, model)
