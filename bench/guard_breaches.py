@@ -11,7 +11,12 @@ Prints, measured in this one run:
    the allowance gives: binomial P(X >= k | n, 1 %) <= 5 %). Goals: detection within 1.5 x
    floor + one tick's candidate requests, and failed requests / (rate x 5 % x detection
    time) at most 1;
-2. A/A releases (the candidate's files identical to the baseline's, 5 % -> 50 % -> 100 %):
+2. streaming breaches: the example `token_stream` v4 failing 5x and 20x the allowance of
+   its streams at their first response (Triton answers those 400 through generate_stream,
+   which the router counts as failed streams), at 5 % of 8 streaming clients' streams of 2
+   tokens, BENCH_STREAM_BREACH_RUNS (1) each: the same figures against the same floor
+   (BENCH_STREAM_BREACHES=5,20 picks the sizes, empty for none);
+3. A/A releases (the candidate's files identical to the baseline's, 5 % -> 50 % -> 100 %):
    BENCH_AA_RUNS (20) at steady traffic, the last BENCH_AA_LOW (4) of them at a low rate
    where intervals are too thin to judge, which end by the configured rule (pause after
    max_inconclusive_checks); goal 0 rolled back (false rollbacks), none still running.
@@ -48,6 +53,11 @@ BREACH_RUNS = int(os.environ.get("BENCH_BREACH_RUNS", 3))  # per size: detection
 AA_RUNS = int(os.environ.get("BENCH_AA_RUNS", 20))
 AA_LOW = int(os.environ.get("BENCH_AA_LOW", 4))
 LOW_RATE = 8.0  # req/s: 0.4 req/s to a 5 % candidate, far below min_requests per interval
+STREAM_BREACHES = tuple(
+    int(x) for x in os.environ.get("BENCH_STREAM_BREACHES", "5,20").split(",") if x.strip()
+)
+STREAM_BREACH_RUNS = int(os.environ.get("BENCH_STREAM_BREACH_RUNS", 1))
+STREAM_CLIENTS = 8
 
 
 def statistical_floor(allowed: float, rate: float, alpha: float = 0.05) -> int:
@@ -87,11 +97,91 @@ def _breach(world, port, times: int, run: int, release_create, Release, setup) -
         for t, _, ok, why in traffic.samples
         if routed_at <= t <= zero_at and why != "retry" and (why == cand or not ok)
     ]
+    return _breach_figures(
+        f"{times}x the allowance ({times * ALLOWED:.0%} errors) at 5%, run {run}",
+        release, mine, times, routed_at, zero_at,
+        rate=sum(1 for t, *_ in traffic.samples if routed_at - 3 <= t < routed_at) / 3,
+    )  # fmt: skip
+
+
+class StreamTraffic:
+    """STREAM_CLIENTS keep-alive clients reading generate_stream through the router back to
+    back (2 tokens each); `samples` holds (end time, ok, version or why it failed)."""
+
+    def __init__(self, port: int, model: str):
+        import threading
+
+        self.port, self.model = port, model
+        self.samples: list[tuple[float, bool, str]] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run) for _ in range(STREAM_CLIENTS)]
+
+    def __enter__(self):
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(30)
+
+    def _run(self) -> None:
+        import http.client
+        import json
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        body = json.dumps({"PROMPT": "a ticket", "MAX_TOKENS": 2})
+        while not self._stop.is_set():
+            try:
+                conn.request("POST", f"/v2/models/{self.model}/generate_stream", body)
+                answer = conn.getresponse()
+                data = answer.read().decode()
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                self.samples.append((time.time(), False, "retry"))
+                continue
+            events = [json.loads(e[5:]) for e in data.split("\n\n") if e.startswith("data:")]
+            versions = [e.get("model_version", "") for e in events if "TOKEN" in e]
+            ok = answer.status == 200 and len(versions) == 2
+            self.samples.append((time.time(), ok, versions[0] if ok else f"{answer.status}"))
+        conn.close()
+
+
+def _stream_breach(world, port, times: int, run: int, release_create, Release) -> dict:
+    from tests.releases.test_release_streams import _register, _streaming_model
+
+    name = f"bench_stream_breach{times}x_{run}"
+    model, _, _ = _streaming_model(world, name, sla=SLA)
+    candidate = _register(model, world["ada"], 4, faults={"failure_rate": times * ALLOWED})
+    traffic = StreamTraffic(port, name)
+    with traffic:
+        time.sleep(3)
+        release = release_create(
+            cluster=world["cluster"], candidate=candidate, actor=world["rita"],
+            steps=[5, 50, 100], step_interval_s=600, drain_s=1, progress_deadline_s=900,
+        )  # fmt: skip
+        release = _run(release, {"ROLLED_BACK", "FAILED", "SUCCEEDED"}, Release, timeout=600)
+        routed_at, zero_at = routed_and_zero_at(release)
+    cand = str(candidate.version)
+    mine = [
+        (t, ok) for t, ok, why in traffic.samples
+        if routed_at <= t <= zero_at and why != "retry" and (why == cand or not ok)
+    ]  # fmt: skip
+    return _breach_figures(
+        f"streams, {times}x the allowance ({times * ALLOWED:.0%} failed at their first "
+        f"response) at 5%, run {run}",
+        release, mine, times, routed_at, zero_at,
+        rate=sum(1 for t, *_ in traffic.samples if routed_at - 3 <= t < routed_at) / 3,
+    )  # fmt: skip
+
+
+def _breach_figures(title, release, mine, times, routed_at, zero_at, *, rate) -> dict:
+    """Print one breach run's detection against the floor; its figures."""
     first = mine[0][0] if mine else routed_at
     detect = zero_at - first
-    requests = len(mine)
-    failed = sum(1 for _, ok in mine if not ok)
-    rate = sum(1 for t, *_ in traffic.samples if routed_at - 3 <= t < routed_at) / 3
+    requests, failed = len(mine), sum(1 for _, ok in mine if not ok)
     floor = statistical_floor(ALLOWED, times * ALLOWED)
     tick_requests = rate * WEIGHT * TICK_S
     goal = 1.5 * floor + tick_requests
@@ -101,12 +191,10 @@ def _breach(world, port, times: int, run: int, release_create, Release, setup) -
         release.reason,
     )
     print(
-        f"{times}x the allowance ({times * ALLOWED:.0%} errors) at 5%, run {run}: "
-        f"{release.phase}; "
-        f"{detect:.2f} s and {requests} candidate requests from the first routed one to "
-        f"weight 0; floor {floor} requests, goal <= 1.5 x {floor} + {tick_requests:.0f} "
-        f"(one tick) = {goal:.0f}: {'met' if requests <= goal else 'MISSED'}; failed {failed} "
-        f"/ (rate {rate:.0f}/s x 5% x {detect:.2f} s = {expected:.1f}) = "
+        f"{title}: {release.phase}; {detect:.2f} s and {requests} candidate requests from the "
+        f"first routed one to weight 0; floor {floor} requests, goal <= 1.5 x {floor} + "
+        f"{tick_requests:.0f} (one tick) = {goal:.0f}: {'met' if requests <= goal else 'MISSED'}"
+        f"; failed {failed} / (rate {rate:.0f}/s x 5% x {detect:.2f} s = {expected:.1f}) = "
         f"{failed / expected if expected else 0:.2f} (goal <= 1); by: {why}"
     )
     ratio = failed / expected if expected else 0.0
@@ -169,6 +257,8 @@ def main() -> None:
                 _breach(world, port, times, run, release_create, Release, _model_with_baseline)
                 for run in range(1, BREACH_RUNS + 1)
             ]
+            if not runs:  # BENCH_BREACH_RUNS=0: the streaming part or the A/A alone
+                continue
             middle = sorted(r["requests"] for r in runs)[len(runs) // 2]
             goal = runs[0]["goal"]
             print(
@@ -176,6 +266,11 @@ def main() -> None:
                 f"0 (goal <= {goal:.0f}: {'met' if middle <= goal else 'MISSED'})"
             )
             results += runs
+        for times in STREAM_BREACHES:
+            results += [
+                _stream_breach(world, port, times, run, release_create, Release)
+                for run in range(1, STREAM_BREACH_RUNS + 1)
+            ]
         if results:
             met = sum(r["met"] for r in results)
             print(
