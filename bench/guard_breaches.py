@@ -267,10 +267,18 @@ def main() -> None:
             )
             results += runs
         for times in STREAM_BREACHES:
-            results += [
+            runs = [
                 _stream_breach(world, port, times, run, release_create, Release)
                 for run in range(1, STREAM_BREACH_RUNS + 1)
             ]
+            if runs:
+                middle = sorted(r["requests"] for r in runs)[len(runs) // 2]
+                goal = runs[0]["goal"]
+                print(
+                    f"streams {times}x, median of {len(runs)} runs: {middle} candidate streams "
+                    f"to weight 0 (goal <= {goal:.0f}: {'met' if middle <= goal else 'MISSED'})"
+                )
+            results += runs
         if results:
             met = sum(r["met"] for r in results)
             print(

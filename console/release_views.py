@@ -31,6 +31,7 @@ CHART_INTERVALS = 2000
 # What cockpit.js reads of each side's measures (the rest of an analysis is for the table).
 CHART_MEASURES = (
     "requests", "success_rate", "p99_ms", "queue_ms", "first_token_p95_ms", "pace_p95_ms_per_kib",
+    "inter_token_p95_ms", "tokens_per_s_p5",
 )  # fmt: skip
 
 ACTION_LABELS = {
@@ -212,10 +213,13 @@ def _chart(release, analyses: list) -> dict:
         "sla": release.sla,
         # A streaming model's intervals: time to first token and pace charts are drawn.
         "streams": any(a.data.get("candidate", {}).get("streams") for a in charted),
+        # ... that counts its tokens: time between tokens and tokens a second too.
+        "tokens": any(a.data.get("candidate", {}).get("tokens_per_s_p50") for a in charted),
     }
     for metric, check in (
         ("first_token_p95_ms", "ttft_p95_ms"),
         ("pace_p95_ms_per_kib", "pace_p95_ms_per_kib"),
+        ("inter_token_p95_ms", "itl_p95_ms"),
     ):
         chart["limits"][metric] = [_threshold(a.data, check) for a in charted]
     return chart

@@ -167,6 +167,7 @@ def test_a_candidate_whose_first_token_is_twice_as_slow_is_rolled_back_at_full_s
     client.force_login(world["rita"])
     page = client.get(f"/releases/{release.pk}/").content.decode()
     assert 'data-testid="stream-charts"' in page and 'data-metric="first_token_p95_ms"' in page
+    assert 'data-testid="token-charts"' in page and 'data-metric="tokens_per_s_p5"' in page
     _unload(world, model)
 
 
