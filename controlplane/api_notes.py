@@ -149,7 +149,10 @@ OPERATION_NOTES = {
     "ensemble pinning a version, any caller without a router, one under a release of its "
     "own; and on starting a release of a caller while its step's graph release runs. 409 on "
     "`candidate_version` naming each model the candidate calls that the cluster does not "
-    "serve at the version it needs (a release brings nothing it calls; a deployment does).",
+    "serve at the version it needs, except an ensemble's pinned step version (registered, "
+    "behind a router): that is loaded for it (`step_loads`: under the step's sibling name "
+    "while it is a candidate, beside the step's versions at promotion), unless it would "
+    "become the step's newest while clients or other models call the step unversioned.",
     "GET /api/v1/releases/{release_id}/": "State, step, weights, analyses and the latest events; "
     "`?wait=` holds the answer until it finishes (at most 60 s).",
     "GET /api/v1/releases/{release_id}/events/": "The release's whole event log, oldest first, "

@@ -150,6 +150,13 @@ class ReleaseSerializer(serializers.Serializer):
         "the model at its newest version; judged on its own SLA each interval "
         "(`last_analysis.callers`). [] for none."
     )
+    step_loads = serializers.JSONField(
+        help_text="What the candidate (an ensemble) pins that the cluster did not serve: "
+        "[{model, version, served_as}], each served under the step's sibling `served_as` "
+        "while the candidate is (its own sibling calls it there), then added to the step's "
+        "own versions at promotion, before the candidate loads under its model's name. [] "
+        "for none."
+    )
     state = RELEASE.state_field()
     finished = RELEASE.finished_field()
     outcome = RELEASE.outcome_field()

@@ -16,6 +16,7 @@ from deployments.selectors import callers_serving, desired_state
 from deployments.temporary import sibling_name
 from integrations.triton.model_config import ConfigDifference, config_differences
 from integrations.triton.model_config.graph import model_calls
+from models_registry.models import ModelVersion
 from releases.models import Release
 from releases.state_machine import TERMINAL
 
@@ -119,21 +120,36 @@ def graph_callers(*, cluster, candidate, routed: bool) -> list[dict]:
     return sorted(callers, key=lambda c: c["model"])
 
 
-def refuse_unserved_calls(*, cluster, candidate) -> None:
-    """409 naming each model the candidate calls (an ensemble's steps, a BLS model's
-    declared calls) that the cluster does not serve at the version it needs: the candidate
-    would load beside the baseline and fail there. A release does not bring what a
-    candidate calls (a deployment does, deployments/services.py `calls_planned`): what it
-    calls is released or deployed first, without taking from what serves now."""
+def steps_to_load(*, cluster, candidate, routed: bool) -> list[dict]:
+    """What the candidate calls that the cluster does not serve at the version it needs,
+    loaded for it: an ensemble pinning a step version its step does not serve gets that
+    version under the step's sibling name while it is a candidate (its own sibling calls
+    it), then, at promotion, beside the step's versions under the step's own name (steps
+    first, then the ensemble: docs/ARCHITECTURE.md). [{"model", "version", "served_as"}].
+
+    409 naming each call that cannot be: a model serving nothing there, a step called at
+    its newest, a BLS model's declared call (a release brings nothing a BLS model calls: a
+    deployment does, deployments/services.py `calls_planned`), a version not registered, no
+    router (the candidate serves as a sibling), and a version newer than what the step
+    serves while clients call the step unversioned through the router or other models
+    call its newest (Triton's newest would move them to it at promotion, unjudged)."""
     serving = desired_state(cluster=cluster)
-    missing = []
+    missing, loads = [], []
     for step in model_calls(candidate.config_json or {}):
         versions = serving.get(step.model) or []
-        if not versions:
-            missing.append(f"{step} (serving nothing there)")
-        elif step.version is not None and step.version not in versions:
-            listed = ", ".join(f"v{v}" for v in versions)
-            missing.append(f"{step} (serving {listed} there)")
+        if versions and (step.version is None or step.version in versions):
+            continue
+        why = _unloadable(cluster, candidate, step, versions, routed)
+        if why:
+            missing.append(why)
+        else:
+            loads.append(
+                {
+                    "model": step.model,
+                    "version": step.version,
+                    "served_as": sibling_name(step.model, step.version),
+                }
+            )
     if missing:
         message = (
             f"v{candidate.version} of {candidate.model.name} calls {'; '.join(missing)} on "
@@ -141,6 +157,35 @@ def refuse_unserved_calls(*, cluster, candidate) -> None:
             "each), or release a version calling what serves."
         )
         raise Refused(message, field="candidate_version", status=409)
+    return loads
+
+
+def _unloadable(cluster, candidate, step, versions: list[int], routed: bool) -> str:
+    """Why the release cannot load `step` for the candidate ("" when it can)."""
+    listed = ", ".join(f"v{v}" for v in versions)
+    if not versions or step.version is None:
+        return f"{step} (serving {listed or 'nothing'} there)"
+    if candidate.config_json.get("platform") != "ensemble" or not routed:
+        return f"{step} (serving {listed} there; only an ensemble behind a router brings it)"
+    if not ModelVersion.objects.filter(model__name=step.model, version=step.version).exists():
+        return f"{step} (not registered)"
+    if step.version < max(versions):
+        return ""
+    newest = [
+        f"{caller.model.name} v{caller.version}"
+        for caller, call in callers_serving(cluster=cluster, model=step.model)
+        if call.version is None and caller.model_id != candidate.model_id
+    ]
+    from releases.selectors import routed_rate  # it imports this module
+
+    routed_now = routed_rate(cluster=cluster, model=step.model)
+    if newest or (routed_now and routed_now[0]):
+        who = ", ".join(newest) or f"{routed_now[0]} unversioned requests through the router"
+        return (
+            f"{step} (serving {listed} there; it would become {step.model}'s newest, which "
+            f"{who} call: release {step.model} v{step.version} first)"
+        )
+    return ""
 
 
 def _released(cluster, model: str) -> bool:

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from deployments import leases, locks
 from deployments.push import CorruptArtifact
-from deployments.services import serving_state_set
+from deployments.services import serving_state_set, serving_versions
 from deployments.serving import LoadFailed, serving_set_apply, sibling_set_apply, sibling_unload
 from models_registry.models import ModelVersion
 from releases.models import Release, ServingLoad
@@ -140,9 +140,11 @@ def load_run(*, load_id: int) -> str:
 
 def siblings_of(release: Release) -> list[str]:
     """The names a release serves beside its model's own, in unload order: its callers'
-    siblings (a graph release) before the candidate's they call."""
+    siblings (a graph release) before the candidate's they call, and the steps loaded for
+    the candidate after it."""
     callers = [caller["served_as"] for caller in release.callers or []]
-    return [*callers, release.candidate_name] if release.candidate_name else callers
+    own = [release.candidate_name] if release.candidate_name else []
+    return [*callers, *own, *(step["served_as"] for step in release.step_loads or [])]
 
 
 def siblings_unload(release: Release) -> dict[str, str]:
@@ -164,13 +166,39 @@ def _sibling_gone(release: Release) -> None:
         raise LoadFailed(failed, what="unloading the release's siblings failed")
 
 
+def _version(model: str, version: int) -> ModelVersion:
+    return ModelVersion.objects.select_related("model").get(model__name=model, version=version)
+
+
+def _steps_apply(release: Release, *, promoted: bool) -> dict[str, str]:
+    """The step versions the candidate pins and the cluster did not serve: under their
+    sibling names while it is a candidate, or, at its promotion (`promoted`), beside the
+    step's versions under the step's own name (desired state first); {step: the name the
+    candidate calls it by} (LoadFailed naming the nodes)."""
+    calls = {}
+    for step in release.step_loads or []:
+        version = _version(step["model"], step["version"])
+        if not promoted:
+            sibling_set_apply(cluster=release.cluster, version=version, name=step["served_as"])
+            calls[step["model"]] = step["served_as"]
+            continue
+        model = version.model
+        have = serving_versions(cluster=release.cluster, model=model)
+        if version not in have:
+            versions = sorted([*have, version], key=lambda v: v.version)
+            with transaction.atomic():
+                serving_state_set(cluster=release.cluster, model=model, versions=versions)
+            serving_set_apply(
+                cluster=release.cluster, versions=versions, warm_version=version.version
+            )
+    return calls
+
+
 def _callers_apply(release: Release) -> None:
     """A graph release's callers served beside themselves under their sibling names, each
     calling the candidate's sibling instead of the model (LoadFailed naming the nodes)."""
     for caller in release.callers or []:
-        version = ModelVersion.objects.select_related("model").get(
-            model__name=caller["model"], version=caller["version"]
-        )
+        version = _version(caller["model"], caller["version"])
         sibling_set_apply(
             cluster=release.cluster,
             version=version,
@@ -189,6 +217,8 @@ def _apply(job: ServingLoad) -> str:
         sibling = sibling_wanted(release, job.which)
         warm = release.candidate.version if "candidate" in SERVING[job.which] else None
         try:
+            if job.which == "candidate":  # what the promoted version pins serves first
+                _steps_apply(release, promoted=True)
             serving_set_apply(
                 cluster=release.cluster,
                 versions=serving_versions_of(release, job.which),
@@ -196,7 +226,10 @@ def _apply(job: ServingLoad) -> str:
             )
             if sibling:
                 sibling_set_apply(
-                    cluster=release.cluster, version=release.candidate, name=release.candidate_name
+                    cluster=release.cluster,
+                    version=release.candidate,
+                    name=release.candidate_name,
+                    calls_to=_steps_apply(release, promoted=False),
                 )
                 _callers_apply(release)
             elif release.candidate_name and job.which == "baseline":

@@ -39,6 +39,11 @@ class Release(models.Model):
     # candidate takes traffic, `served_as` (the caller's version, calling the candidate's
     # sibling) takes the same share of the caller's traffic, and the caller is judged too.
     callers = models.JSONField(default=list, blank=True)
+    # What the candidate calls that the cluster did not serve at the version it pins (an
+    # ensemble pinning a new step version), [{"model", "version", "served_as"}]: served
+    # under the step's sibling name while the candidate is (its sibling calls it there),
+    # added to the step's own versions at promotion (releases/configs.py `steps_to_load`).
+    step_loads = models.JSONField(default=list, blank=True)
     progress_deadline_s = models.FloatField(default=600.0)
     # The shadow before the first step (0: none): for `shadow_s` the router mirrors
     # `shadow_share` percent of the model's requests to the candidate, answers thrown away.

@@ -245,6 +245,7 @@ def siblings_serving(cluster: TritonCluster) -> dict[str, list[int]]:
     for release in active:
         out[release.candidate_name] = [release.candidate.version]
         out.update({c["served_as"]: [int(c["version"])] for c in release.callers or []})
+        out.update({s["served_as"]: [int(s["version"])] for s in release.step_loads or []})
     return out
 
 

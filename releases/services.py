@@ -22,7 +22,7 @@ from integrations.triton.memory import load_refusal
 from models_registry.models import Model
 from models_registry.sla import sla_warning
 from releases import events
-from releases.configs import candidate_name_for, graph_callers, refuse_unserved_calls
+from releases.configs import candidate_name_for, graph_callers, steps_to_load
 from releases.inputs import (
     ReleaseInputError,
     agreement_stored,
@@ -210,18 +210,19 @@ def _start_warnings(release: Release) -> list[str]:
 
 def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool | None):
     """{baseline: what serves now, candidate_name: the name the candidate serves under,
-    callers: the callers judged with it} once the candidate may replace it: a config of its
-    own only behind a router (400 naming the fields), callers only where the router can
-    split them (409), where required a passed benchmark, and room for it beside the
-    baseline."""
+    callers: the callers judged with it, step_loads: what it calls that is loaded for it}
+    once the candidate may replace it: a config of its own only behind a router (400
+    naming the fields), what it calls served or loadable and callers only where the
+    router can split them (409), where required a passed benchmark, and room for it beside
+    the baseline."""
     if reason := backend_refusal(cluster, [candidate]):
         raise ReleaseError(reason + ".", field="candidate_version")
     baseline = _baseline_for(cluster, candidate, strategy=strategy)
     routed = router_driver_name(cluster) != "none"
     candidate_name = candidate_name_for(baseline=baseline, candidate=candidate, routed=routed)
-    refuse_unserved_calls(cluster=cluster, candidate=candidate)
+    step_loads = steps_to_load(cluster=cluster, candidate=candidate, routed=routed)
     callers = graph_callers(cluster=cluster, candidate=candidate, routed=routed)
-    if callers:  # the model's own name keeps the baseline alone: its callers call it
+    if callers or step_loads:  # the model's own name keeps the baseline alone
         candidate_name = sibling_name(candidate.model.name, candidate.version)
     required = cluster.require_benchmark if require_benchmark is None else require_benchmark
     try:
@@ -229,7 +230,8 @@ def _baseline_checked(cluster, candidate, strategy: str, require_benchmark: bool
     except BenchmarkGateError as exc:
         raise ReleaseError(str(exc) + ".", field="candidate_version") from None
     _refuse_if_short_of_memory(cluster, candidate, baseline)
-    return {"baseline": baseline, "candidate_name": candidate_name, "callers": callers}
+    placed = {"baseline": baseline, "candidate_name": candidate_name, "callers": callers}
+    return {**placed, "step_loads": step_loads}
 
 
 def _unrouted_check(release: Release, *, actor, confirmed: bool) -> dict:

@@ -14,6 +14,7 @@ from accounts.errors import Refused
 from deployments.services import deployment_create
 from deployments.temporary import sibling_name
 from integrations.routers.access_log import parse_line
+from models_registry.models import Model
 from models_registry.services import model_create, model_version_register
 from releases import routing
 from releases.services import ReleaseError, release_create
@@ -175,18 +176,90 @@ def test_a_healthy_step_is_promoted_under_its_pipelines_traffic(release_world, t
     _unload(world, step)
 
 
-def test_a_pipeline_version_calling_a_step_version_not_served_is_refused(release_world):
-    """A release brings nothing a candidate calls (a deployment does): pinning a step
-    version the cluster does not serve is a 409 naming it, before anything loads."""
+def _pinned_pipeline(world, name: str, step: str, pin: int, note: str):
+    """A new version of the pipeline `name` pinning `step` v`pin`."""
+    pipeline = Model.objects.get(name=name)
+    archive = io.BytesIO(_pipeline_archive(name, step, note, pin=pin))
+    return model_version_register(model=pipeline, archive=archive, actor=world["ada"])
+
+
+def test_a_pipeline_pinning_a_new_step_version_loads_it_first_and_is_promoted(
+    release_world, ticking
+):
+    """The pipeline's v1 pins the step's v1; its v2 pins v2, which the cluster does not
+    serve: the release loads step v2 under its sibling name for the candidate, and at
+    promotion beside v1 under the step's own name before the pipeline's v2 loads."""
+    world = release_world
+    step, _ = _model_serving(world, "gp_step", SLA, 1)
+    model = model_create(name="gp_pipe", team="fraud", actor=world["ada"], sla=SLA)
+    v1 = model_version_register(
+        model=model, archive=io.BytesIO(_pipeline_archive("gp_pipe", "gp_step", pin=1)),
+        actor=world["ada"],
+    )  # fmt: skip
+    pushed(deployment_create(cluster=world["cluster"], version=v1, actor=world["rita"]))
+    register_risk_score_as(step, world["ada"], 2)
+    candidate = _pinned_pipeline(world, "gp_pipe", "gp_step", 2, "v2 pins v2")
+    through = Traffic(world["port"], "gp_pipe", input_name="TXN", scale=10.0)
+    with through:
+        through.more(20)
+        release = _release(world, candidate)
+        assert release.step_loads == [
+            {"model": "gp_step", "version": 2, "served_as": sibling_name("gp_step", 2)}
+        ]
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        through.more(20)  # v2 answers through step v2
+    assert release.phase == "SUCCEEDED", (release.reason, _messages(release))
+    assert through.failed == 0, through.summary()
+    assert set(through.versions) == {"1", "2"}, through.summary()
+    assert_retries_within(through, release)
+    assert _loaded(world, "gp_pipe") == [{"2"}, {"2"}]
+    assert _loaded(world, "gp_step") == [{"1", "2"}, {"1", "2"}]  # v2 added beside v1
+    for name in (release.candidate_name, sibling_name("gp_step", 2)):
+        assert _loaded(world, name) == [set(), set()], name
+    _unload(world, model)
+    _unload(world, step)
+
+
+def test_a_pipeline_pinning_a_step_version_that_breaks_it_is_rolled_back(release_world, ticking):
+    world = release_world
+    step, _ = _model_serving(world, "gp_bad_step", SLA, 1)
+    model = model_create(name="gp_bad", team="fraud", actor=world["ada"], sla=SLA)
+    v1 = model_version_register(
+        model=model, archive=io.BytesIO(_pipeline_archive("gp_bad", "gp_bad_step", pin=1)),
+        actor=world["ada"],
+    )  # fmt: skip
+    pushed(deployment_create(cluster=world["cluster"], version=v1, actor=world["rita"]))
+    register_risk_score_as(step, world["ada"], 5, fail_above=6.0)  # v2
+    candidate = _pinned_pipeline(world, "gp_bad", "gp_bad_step", 2, "v2 pins a bad v2")
+    through = Traffic(world["port"], "gp_bad", input_name="TXN", scale=10.0)
+    with through:
+        through.more(20)
+        release = _release(world, candidate)
+        release = ticking.phase(release.pk, {"SUCCEEDED", "ROLLED_BACK", "FAILED"})
+        through.more(20)  # v1 alone again
+    assert release.phase == "ROLLED_BACK", (release.reason, _messages(release))
+    assert through.failed > 0 and through.versions.get("1", 0) > 0, through.summary()
+    # Nothing of the candidate is left: the step serves v1 alone, no sibling stays.
+    assert _loaded(world, "gp_bad_step") == [{"1"}, {"1"}]
+    for name in (release.candidate_name, sibling_name("gp_bad_step", 2)):
+        assert _loaded(world, name) == [set(), set()], name
+    _unload(world, model)
+    _unload(world, step)
+
+
+def test_a_pipeline_version_calling_a_step_version_not_registered_is_refused(release_world):
+    """A pinned step version the release cannot bring (not registered) is a 409 naming it,
+    before anything loads."""
     world = release_world
     step, _ = _model_serving(world, "graph_pin", SLA, 1)
     pipeline = _pipeline_serving(world, "graph_pin_pipe", "graph_pin")
     register_risk_score_as(step, world["ada"], 2)
+    step.versions.filter(version=2).delete()  # v2 is gone: the pin names nothing
     pinned = model_version_register(
         model=pipeline, archive=io.BytesIO(_pipeline_archive(pipeline.name, "graph_pin", pin=2)),
         actor=world["ada"],
     )  # fmt: skip
-    with pytest.raises(Refused, match=r"calls graph_pin v2 \(serving v1 there\)") as refused:
+    with pytest.raises(Refused, match=r"calls graph_pin v2 \(not registered\)") as refused:
         _release(world, pinned)
     assert refused.value.status == 409
     assert not pipeline.releases.exists()
