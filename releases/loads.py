@@ -15,8 +15,11 @@ the claim lets only one worker run it.
 
 A config canary's candidate (release.candidate_name) loads under its sibling name, after the
 model's own name is made to serve the baseline alone; a graph release's callers then load
-their siblings calling it (release.callers). The baseline's set of a rollback unloads them,
-callers' first, and the end of the release makes sure they are gone (releases/effects.py).
+their siblings calling it (release.callers). Step versions an ensemble candidate pins and the
+cluster did not serve (release.step_loads) load under their sibling names before it, and
+beside the step's versions before its promotion. The baseline's set of a rollback unloads
+the siblings, callers' first, and the end of the release makes sure they are gone
+(releases/effects.py).
 """
 
 import logging
