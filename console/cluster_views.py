@@ -79,7 +79,9 @@ def _unrouted_for_page(cluster, models: list[str]) -> list[tuple[str, UnroutedMe
     key = f"console:unrouted:{cluster.pk}:{','.join(sorted(models))}"
 
     def measure() -> list:
-        found = sorted(unrouted_recent(cluster=cluster, models=models).items())
+        # An ensemble's split requests reach its steps through it: routed for them too.
+        via = selectors.callers_by_model(cluster=cluster, ensembles_only=True)
+        found = sorted(unrouted_recent(cluster=cluster, models=models, via=via).items())
         # The cache holds JSON (audit/cache_json.py): plain fields, rebuilt when read.
         return [[model, asdict(m)] for model, m in found]
 

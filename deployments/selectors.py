@@ -50,10 +50,15 @@ def callers_serving(*, cluster: TritonCluster, model: str) -> list[tuple[ModelVe
     return model_callers(name=model, among=serving)
 
 
-def callers_by_model(*, cluster: TritonCluster) -> dict[str, list[str]]:
-    """{model name: the names of the models serving on `cluster` that call it}."""
+def callers_by_model(
+    *, cluster: TritonCluster, ensembles_only: bool = False
+) -> dict[str, list[str]]:
+    """{model name: the names of the models serving on `cluster` that call it} (only the
+    ensembles with `ensembles_only`: their requests pass the router as theirs)."""
     out: dict[str, set[str]] = {}
     serving = ModelVersion.objects.filter(serving__state__cluster=cluster)
+    if ensembles_only:
+        serving = serving.filter(config_json__platform="ensemble")
     for caller, step in calls_among(among=serving):
         if step.model != caller.model.name:
             out.setdefault(step.model, set()).add(caller.model.name)

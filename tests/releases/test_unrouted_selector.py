@@ -113,3 +113,15 @@ def test_a_cluster_without_a_router_has_no_unrouted_share(make_user):
     rita = make_user("rita", role="release-managers")
     plain = cluster_create(actor=rita, name="plain", environment="staging")
     assert unrouted_recent(cluster=plain, models=["risk"], now=NOW) == {}
+
+
+def test_an_ensembles_split_requests_count_as_its_steps_routed(cluster, tmp_path):
+    """`risk` as a step of `pipe`: 60 requests through the pipeline's split and 20 of its
+    own; Triton counts all 80 as risk's (releases/configs.py graph releases split them)."""
+    rollup(cluster, THIS_MINUTE, 80)
+    pipeline = [(THIS_MINUTE + 1 + i * 0.01, "/v2/models/pipe/infer") for i in range(60)]
+    write_log(tmp_path, split(THIS_MINUTE + 2, 20) + pipeline)
+    alone = unrouted_recent(cluster=cluster, models=["risk"], now=NOW)["risk"]
+    assert alone.share == pytest.approx(0.75)
+    via = unrouted_recent(cluster=cluster, models=["risk"], now=NOW, via={"risk": ["pipe"]})
+    assert (via["risk"].split_requests, via["risk"].share) == (80, 0.0)
