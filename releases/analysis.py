@@ -179,6 +179,7 @@ def analyze(
     success_margin_pct: float = SUCCESS_MARGIN_PCT,
     latency_margin_ms: float | Mapping[str, float] = 0.0,
     judge: LatencyJudge | None = None,
+    resolution_ms: float = 0.0,
 ) -> Verdict:
     """Pass when every applicable check passes; inconclusive below min_requests; else fail.
 
@@ -189,7 +190,9 @@ def analyze(
     the larger of tolerance times and `latency_margin_ms` more (one figure, or one per
     statistic: {"avg_ms": .., "p99_ms": ..}, e.g. the baseline's measured noise from
     `noise_margins_ms`): at a millisecond or two, ratios measure scheduling noise rather
-    than the model.
+    than the model. A p99 from the router's log is never failed by less than
+    `resolution_ms` (the log's whole milliseconds), decisive judge or not: an A/A release
+    was rolled back on "p99 1.578 > 1.3×1.108 (p 0.00051)", half a millisecond apart.
     """
     volume = _at_least("requests", "requests", candidate.seen, min_requests, "")
     if not volume.passed:
@@ -200,6 +203,8 @@ def analyze(
     for name in ("avg_ms", "p99_ms"):
         decisive = judge if judge is not None and judge.decides(name) else None
         margin = 0.0 if decisive else _margin_of(latency_margin_ms, name)
+        if name == "p99_ms" and candidate.p99_from == "router":
+            margin = max(margin, resolution_ms)
         checks += _latency_checks(name, candidate, base, sla, latency_tolerance, margin, decisive)
     if sla.max_queue_ms is not None and candidate.queue_ms is not None:
         checks.append(_at_most("queue_sla", "queue", candidate.queue_ms, sla.max_queue_ms))

@@ -311,6 +311,7 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
         latency_tolerance=spec.latency_tolerance,
         latency_margin_ms=noise or knobs.latency_margin_ms,
         judge=judge,
+        resolution_ms=LOG_RESOLUTION_MS,
     )
     verdict = _with_stream_checks(verdict, metrics, spec, knobs, release.sla or {})
     verdict, callers = _with_caller_checks(release, verdict)

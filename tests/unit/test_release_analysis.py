@@ -7,6 +7,7 @@ import pytest
 
 from releases.analysis import (
     SLA,
+    LatencyJudge,
     Metrics,
     Verdict,
     analyze,
@@ -431,3 +432,19 @@ def test_a_caller_failing_through_the_candidate_fails_the_interval_it_passed():
     assert ok is not None and ok.passed
     few = Metrics(requests=5, errors=5, p99_ms=8.0)
     assert caller_check("pipe", few, base, sla, min_requests=10, latency_tolerance=5) is None
+
+
+def test_a_router_p99_is_not_failed_by_less_than_the_logs_resolution():
+    """The A/A rollback seen in CI: p99 1.578 ms against 1.108 ms, the judge sure (p 0.0005),
+    half a millisecond apart in a log of whole milliseconds."""
+    sla = SLA(p99_latency_ms=1000, min_success_rate=99.0)
+    cand = Metrics(requests=400, p99_ms=1.578, p99_from="router", p99_samples=400)
+    base = Metrics(requests=4000, p99_ms=1.108, p99_from="router", p99_samples=4000)
+    sure = LatencyJudge(p_value=None, decisive=True, p99_p_value=0.0005, p99_decisive=True)
+    kw = {"min_requests": 20, "latency_tolerance": 1.3, "judge": sure}
+    blind = analyze(cand, base, sla, **kw)
+    assert blind.result == "fail" and "p99 1.578 > 1.3×1.108" in blind.reason
+    held = analyze(cand, base, sla, resolution_ms=1.0, **kw)
+    assert held.result == "pass" and "p99 1.578 ≤ 1.108 + 1 ms" in held.reason
+    slower = replace(cand, p99_ms=2.5)  # more than a millisecond slower: still caught
+    assert analyze(slower, base, sla, resolution_ms=1.0, **kw).result == "fail"
