@@ -80,10 +80,13 @@ def archive_of(directory: Path, folder: int | None) -> bytes:
 
 
 SLA_FIELDS = ("p99_latency_ms", "min_success_rate", "max_queue_ms", "min_throughput_rps")
+# A streaming model's: first token, time between tokens, tokens a second (95 % of streams).
+SLA_FIELDS += ("p95_first_token_ms", "p95_inter_token_ms", "min_tokens_per_s")
 
 
 def sla_options(fn):
-    """--p99-latency-ms, --min-success-rate (%), --max-queue-ms, --min-throughput-rps."""
+    """--p99-latency-ms, --min-success-rate (%), --max-queue-ms, --min-throughput-rps, and a
+    streaming model's --p95-first-token-ms, --p95-inter-token-ms, --min-tokens-per-s."""
     for name in reversed(SLA_FIELDS):
         flag = "--" + name.replace("_", "-")
         fn = click.option(flag, name, type=float, default=None, help=f"SLA {name}.")(fn)
@@ -246,14 +249,25 @@ def benchmark() -> None:
 @click.option("--cluster", required=True)
 @click.option("--concurrency", default="1,4,16", show_default=True)
 @click.option("--duration", type=float, default=10.0, show_default=True, help="Seconds a level.")
+@click.option(
+    "--stream-body",
+    default=None,
+    help='A streaming model\'s generate request as JSON, e.g. \'{"PROMPT": "...", '
+    '"MAX_TOKENS": 64}\' (a prompt and an output of set lengths).',
+)
 @wait_options
 @output_option
 @api_command
-def benchmark_run(target, cluster, concurrency, duration, **opts):
+def benchmark_run(target, cluster, concurrency, duration, stream_body, **opts):
     """Benchmark MODEL:VERSION on CLUSTER (exit 1 when the verdict fails)."""
     api, (name, number) = client(), target
     body = {"model": name, "version": number, "cluster": cluster}
     body.update(concurrency=int_list(concurrency), duration_s=duration)
+    if stream_body is not None:
+        try:
+            body["stream_body"] = json.loads(stream_body)
+        except ValueError as exc:
+            raise click.BadParameter(f"not JSON: {exc}", param_hint="--stream-body") from None
     created = create(api, f"{API}/benchmarks/", body)
     finish(api, "benchmark", f"{API}/benchmarks/{created['id']}/", created, opts)
 

@@ -245,3 +245,12 @@ def test_release_start_sends_confirm_unrouted_only_when_asked(monkeypatch, tmp_p
     assert ["confirm_unrouted" in b for b in _Releases.bodies] == [False, True]
     assert "shadow_s" not in _Releases.bodies[0]  # the API's default: no shadow
     assert (_Releases.bodies[1]["shadow_s"], _Releases.bodies[1]["shadow_share"]) == (30, 20)
+
+
+def test_a_stream_body_that_is_not_json_is_a_usage_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("SWITCHYARD_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("SWITCHYARD_TOKEN", "unused")
+    run = ["benchmark", "run", "gen:1", "--cluster", "c", "--stream-body", "{PROMPT: hi}"]
+    result = CliRunner().invoke(cli, run)
+    assert result.exit_code == 2, result.output
+    assert "--stream-body" in result.output and "not JSON" in result.output
