@@ -257,6 +257,15 @@ def _loaded_or_none(node: TritonNode) -> dict[str, set[str]] | None:
         return None
 
 
+def router_logs_rotated(cluster: TritonCluster) -> list[str]:
+    """The cluster's router logs above SWITCHYARD_ROUTER_LOG_MAX_BYTES rotated (the access
+    log, a shadow's samples of client bodies, the error log); the names rotated."""
+    if cluster_router(cluster).driver != "nginx":  # unusable settings: RouterSettingsError
+        return []
+    with router_changing(cluster):  # never between a reload and its check
+        return router_for(cluster).rotate_logs(settings.SWITCHYARD_ROUTER_LOG_MAX_BYTES)
+
+
 def router_sync(cluster: TritonCluster) -> bool:
     """Point a running router at the nodes the membership rule admits now (`routable`); True
     when it changed. The routes nginx serves stay as they are. A router that is not running

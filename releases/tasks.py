@@ -9,7 +9,7 @@ from deployments.models import TritonCluster
 from integrations.routers import RouterError
 from releases.loads import load_run
 from releases.models import Release
-from releases.routing import router_sync
+from releases.routing import router_logs_rotated, router_sync
 from releases.state_machine import TERMINAL
 from releases.tick import release_tick_isolated
 
@@ -47,6 +47,21 @@ def tick_active() -> int:
     for release_id in ids:
         tick.apply_async(args=[release_id], expires=settings.SWITCHYARD_TICK_EXPIRES_S)
     return len(ids)
+
+
+@shared_task(
+    name="releases.router_logs_rotate", soft_time_limit=60, time_limit=90, ignore_result=True
+)
+def router_logs_rotate() -> int:
+    """Every nginx router's logs above SWITCHYARD_ROUTER_LOG_MAX_BYTES rotated (one old copy
+    kept); returns how many logs were. One router that fails does not stop the others."""
+    rotated = 0
+    for cluster in TritonCluster.objects.filter(router__driver="nginx"):
+        try:
+            rotated += len(router_logs_rotated(cluster))
+        except RouterError as exc:
+            log.warning("logs of the router of %s not rotated: %s", cluster.name, exc)
+    return rotated
 
 
 @shared_task(name="releases.routers_sync", soft_time_limit=60, time_limit=90, ignore_result=True)

@@ -331,6 +331,10 @@ CELERY_BEAT_SCHEDULE: dict = {
     # Every 10 s, like reconcile: a node added to (or changed in) a cluster gets traffic from
     # the running router soon after reconcile has loaded its models; a no-op reads one file.
     "releases-routers-sync": {"task": "releases.routers_sync", "schedule": 10.0},
+    # Every minute: a router's logs grow with every request (a shadow's samples hold client
+    # bodies); checking sizes is three stat calls per router, and a minute of traffic over
+    # the limit is a small part of it.
+    "releases-router-logs-rotate": {"task": "releases.router_logs_rotate", "schedule": 60.0},
     # Every 5 minutes: a cost report computes the hours not yet rolled up from the minute
     # rollups, so the sooner an hour is stored the cheaper reports stay; a run with no new
     # complete hour only rebuilds the last two hours (late minutes), a few queries.
@@ -458,6 +462,11 @@ SWITCHYARD_DEPLOY_DRAIN_S = env.float("SWITCHYARD_DEPLOY_DRAIN_S", default=2.0)
 # stays in the router this long after reconcile last saw it up (nginx itself passes a
 # refused connection to the next node meanwhile), then leaves until it serves again.
 SWITCHYARD_ROUTER_DOWN_GRACE_S = env.float("SWITCHYARD_ROUTER_DOWN_GRACE_S", default=20.0)
+# A router's log (access, a shadow's samples, error) above this is rotated to <name>.1 (the
+# one before dropped) by beat every minute: the disk holds at most about twice it a log.
+SWITCHYARD_ROUTER_LOG_MAX_BYTES = env.int(
+    "SWITCHYARD_ROUTER_LOG_MAX_BYTES", default=256 * 1024 * 1024
+)
 # The unrouted share a release start measures (releases/selectors.py `unrouted_recent`): the
 # last complete minutes of telemetry rollups against the router's access log, read from its
 # end at most this many bytes back.

@@ -164,6 +164,8 @@ class RouterDriver(Protocol):
 
     def stop(self) -> None: ...
 
+    def rotate_logs(self, max_bytes: int) -> list[str]: ...
+
 
 def check_route(route: ModelRoute) -> None:
     """Raise RouterError unless the route's name, versions, weights and header are usable."""

@@ -446,6 +446,23 @@ class NginxRouter:
     def error_log_path(self) -> Path:
         return self.prefix / "logs" / "error.log"
 
+    def rotate_logs(self, max_bytes: int) -> list[str]:
+        """Each of the router's logs (access, samples, error) larger than `max_bytes` moved to
+        `<name>.1` (the one before it dropped), and a running nginx told to reopen them, so
+        they never fill the disk; the names rotated. Readers of the access log cope: a
+        release tick that finds it shorter than its offset reads the new one from its
+        start (releases/observe.py)."""
+        logs = self.prefix / "logs"
+        rotated = []
+        for name in ("access.log", "samples.log", "error.log"):
+            path = logs / name
+            if path.exists() and path.stat().st_size > max_bytes:
+                os.replace(path, logs / f"{name}.1")
+                rotated.append(name)
+        if rotated and self.master_pid() is not None:
+            self._nginx("-s", "reopen", what="nginx refused to reopen its logs")
+        return rotated
+
     def render(self, state: RouterState) -> str:
         """This router's config for a state (workers run as root only when nginx does)."""
         user = pwd.getpwuid(0).pw_name if os.geteuid() == 0 else None

@@ -37,3 +37,7 @@ class NoRouter:
 
     def stop(self) -> None:
         """Nothing to stop: this driver owns no process."""
+
+    def rotate_logs(self, max_bytes: int) -> list[str]:
+        """No logs to rotate: this driver writes none."""
+        return []
