@@ -34,7 +34,7 @@ class Release(models.Model):
     # (`<model>--c<version>`, deployments/temporary.py) when its config differs from the
     # baseline's, "" when it serves under the model's name with the baseline (one config).
     candidate_name = models.CharField(max_length=200, blank=True, default="")
-    # A graph release (releases/configs.py `graph_callers`): the ensembles serving on the
+    # A graph release (releases/graph.py `graph_callers`): the ensembles serving on the
     # cluster that call the model, each [{"model", "version", "served_as"}]: while the
     # candidate takes traffic, `served_as` (the caller's version, calling the candidate's
     # sibling) takes the same share of the caller's traffic, and the caller is judged too.
@@ -42,7 +42,7 @@ class Release(models.Model):
     # What the candidate calls that the cluster did not serve at the version it pins (an
     # ensemble pinning a new step version), [{"model", "version", "served_as"}]: served
     # under the step's sibling name while the candidate is (its sibling calls it there),
-    # added to the step's own versions at promotion (releases/configs.py `steps_to_load`).
+    # added to the step's own versions at promotion (releases/graph.py `steps_to_load`).
     step_loads = models.JSONField(default=list, blank=True)
     progress_deadline_s = models.FloatField(default=600.0)
     # The shadow before the first step (0: none): for `shadow_s` the router mirrors

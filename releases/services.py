@@ -22,7 +22,8 @@ from integrations.triton.memory import load_refusal
 from models_registry.models import Model
 from models_registry.sla import sla_warning
 from releases import events
-from releases.configs import candidate_name_for, graph_callers, steps_to_load
+from releases.configs import candidate_name_for
+from releases.graph import graph_callers, steps_to_load
 from releases.inputs import (
     ReleaseInputError,
     agreement_stored,

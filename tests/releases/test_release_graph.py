@@ -2,7 +2,7 @@
 real Triton nodes behind a real nginx router, clients calling both the step and the
 ensemble. The candidate serves under its sibling name, the ensemble's sibling (calling the
 candidate's) takes the step's share of the ensemble's requests, and each interval judges
-the ensemble on its own SLA too (releases/configs.py `graph_callers`). Ticks run on the
+the ensemble on its own SLA too (releases/graph.py `graph_callers`). Ticks run on the
 session's lane workers (tests/ticking.py)."""
 
 import io

@@ -117,7 +117,7 @@ def test_a_cluster_without_a_router_has_no_unrouted_share(make_user):
 
 def test_an_ensembles_split_requests_count_as_its_steps_routed(cluster, tmp_path):
     """`risk` as a step of `pipe`: 60 requests through the pipeline's split and 20 of its
-    own; Triton counts all 80 as risk's (releases/configs.py graph releases split them)."""
+    own; Triton counts all 80 as risk's (releases/graph.py: graph releases split them)."""
     rollup(cluster, THIS_MINUTE, 80)
     pipeline = [(THIS_MINUTE + 1 + i * 0.01, "/v2/models/pipe/infer") for i in range(60)]
     write_log(tmp_path, split(THIS_MINUTE + 2, 20) + pipeline)
