@@ -48,6 +48,32 @@ def level_summary(
     return summary
 
 
+def stream_summary(
+    *,
+    first_ms: list[float],
+    inter_ms: list[float],
+    streams: int,
+    events: int,
+    elapsed_s: float,
+) -> dict:
+    """A streaming level's figures: p50/p95 time to the first event (of the streams that
+    sent one), p95 mean time between events after the first and its rate (1000 / it: the
+    5th percentile of a stream's tokens a second), events (tokens, for a model streaming one
+    a response) per stream and per second over the level."""
+    first, inter = sorted(first_ms), sorted(inter_ms)
+    slowest = percentile(inter, 95)
+    return {
+        "streams": streams,
+        "first_token_p50_ms": _round(percentile(first, 50)),
+        "first_token_p95_ms": _round(percentile(first, 95)),
+        "inter_token_p95_ms": _round(slowest),
+        "tokens_per_s_p5": _round(1000.0 / slowest) if slowest else None,
+        "tokens_per_stream": _round(events / streams) if streams else None,
+        "tokens_per_s": _round(events / elapsed_s) if elapsed_s > 0 else None,
+        "tokens_source": "events: one response a token",
+    }
+
+
 def stats_delta(before: dict | None, after: dict | None, elapsed_s: float) -> dict:
     """Server-side numbers over a window from two /stats rows of one model version."""
     if not after:

@@ -25,7 +25,7 @@ import numpy as np
 import tritonclient.http as httpclient
 from tritonclient.utils import np_to_triton_dtype
 
-from benchmarks.analysis import level_summary, percentile, stats_delta
+from benchmarks.analysis import level_summary, stats_delta, stream_summary
 from deployments import own_traffic
 from deployments.push import LoadPlan, client_for
 from deployments.validation import tensor_limits
@@ -158,28 +158,15 @@ class _StreamWorker(_Worker):
             conn.close()
 
 
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
-
-
 def _stream_figures(workers: list[_StreamWorker], elapsed_s: float) -> dict:
-    """A streaming level's figures: p50/p95 time to first event, p95 time between events
-    after the first, events (tokens, for a model streaming one a response) per stream and
-    per second over the level."""
-    first = sorted(ms for w in workers for ms in w.first_ms)
-    inter = sorted(ms for w in workers for ms in w.inter_ms)
-    streams, events = len(first), sum(w.events for w in workers)
-    return {
-        "streams": streams,
-        "first_token_p50_ms": _rounded(percentile(first, 50)),
-        "first_token_p95_ms": _rounded(percentile(first, 95)),
-        "inter_token_p95_ms": _rounded(percentile(inter, 95)),
-        # a stream's own rate after its first event: 1000 / its mean time between events
-        "tokens_per_s_p5": _rounded(1000.0 / percentile(inter, 95)) if inter else None,
-        "tokens_per_stream": _rounded(events / streams) if streams else None,
-        "tokens_per_s": _rounded(events / elapsed_s) if elapsed_s > 0 else None,
-        "tokens_source": "events: one response a token",
-    }
+    """A streaming level's figures from its clients' streams (benchmarks/analysis.py)."""
+    return stream_summary(
+        first_ms=[ms for w in workers for ms in w.first_ms],
+        inter_ms=[ms for w in workers for ms in w.inter_ms],
+        streams=sum(len(w.latencies_ms) for w in workers),
+        events=sum(w.events for w in workers),
+        elapsed_s=elapsed_s,
+    )
 
 
 def _stats(client: TritonClient, spec: SweepSpec) -> dict | None:
