@@ -104,58 +104,13 @@ def _breach(world, port, times: int, run: int, release_create, Release, setup) -
     )  # fmt: skip
 
 
-class StreamTraffic:
-    """STREAM_CLIENTS keep-alive clients reading generate_stream through the router back to
-    back (2 tokens each); `samples` holds (end time, ok, version or why it failed)."""
-
-    def __init__(self, port: int, model: str):
-        import threading
-
-        self.port, self.model = port, model
-        self.samples: list[tuple[float, bool, str]] = []
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run) for _ in range(STREAM_CLIENTS)]
-
-    def __enter__(self):
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(30)
-
-    def _run(self) -> None:
-        import http.client
-        import json
-
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        body = json.dumps({"PROMPT": "a ticket", "MAX_TOKENS": 2})
-        while not self._stop.is_set():
-            try:
-                conn.request("POST", f"/v2/models/{self.model}/generate_stream", body)
-                answer = conn.getresponse()
-                data = answer.read().decode()
-            except (OSError, http.client.HTTPException):
-                conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-                self.samples.append((time.time(), False, "retry"))
-                continue
-            events = [json.loads(e[5:]) for e in data.split("\n\n") if e.startswith("data:")]
-            versions = [e.get("model_version", "") for e in events if "TOKEN" in e]
-            ok = answer.status == 200 and len(versions) == 2
-            self.samples.append((time.time(), ok, versions[0] if ok else f"{answer.status}"))
-        conn.close()
-
-
 def _stream_breach(world, port, times: int, run: int, release_create, Release) -> dict:
-    from tests.releases.test_release_streams import _register, _streaming_model
+    from tests.releases.test_release_streams import Streams, _register, _streaming_model
 
     name = f"bench_stream_breach{times}x_{run}"
     model, _, _ = _streaming_model(world, name, sla=SLA)
     candidate = _register(model, world["ada"], 4, faults={"failure_rate": times * ALLOWED})
-    traffic = StreamTraffic(port, name)
+    traffic = Streams(port, name, clients=STREAM_CLIENTS, tokens=2)
     with traffic:
         time.sleep(3)
         release = release_create(
@@ -167,7 +122,7 @@ def _stream_breach(world, port, times: int, run: int, release_create, Release) -
     cand = str(candidate.version)
     mine = [
         (t, ok) for t, ok, why in traffic.samples
-        if routed_at <= t <= zero_at and why != "retry" and (why == cand or not ok)
+        if routed_at <= t <= zero_at and (why == cand or not ok)
     ]  # fmt: skip
     return _breach_figures(
         f"streams, {times}x the allowance ({times * ALLOWED:.0%} failed at their first "

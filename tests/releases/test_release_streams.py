@@ -31,11 +31,13 @@ class Streams:
     """Keep-alive clients each reading one stream after another through the router; a
     stream is ok when it answered 200 with every token, else failed. A connection the router
     closed at a reload before any byte came back (as for tests/releases/test_release_flow.py
-    Traffic) is sent once more on a new connection and counted in `retries`."""
+    Traffic) is sent once more on a new connection and counted in `retries`. `samples`
+    holds each stream's (end time, ok, version or what failed it)."""
 
-    def __init__(self, port: int, model: str, clients: int = 4):
-        self.port, self.model = port, model
+    def __init__(self, port: int, model: str, clients: int = 4, tokens: int = TOKENS):
+        self.port, self.model, self.tokens = port, model, tokens
         self.ok = self.failed = self.retries = 0
+        self.samples: list[tuple[float, bool, str]] = []
         self.versions: dict[str, int] = {}
         self.errors: list[str] = []
         self._stop = threading.Event()
@@ -62,14 +64,14 @@ class Streams:
             time.sleep(0.1)
 
     def _one(self, conn, i: int) -> tuple[bool, str]:
-        body = json.dumps({"PROMPT": f"ticket {i % 7}", "MAX_TOKENS": TOKENS})
+        body = json.dumps({"PROMPT": f"ticket {i % 7}", "MAX_TOKENS": self.tokens})
         conn.request("POST", f"/v2/models/{self.model}/generate_stream", body)
         response = conn.getresponse()
         data = response.read().decode()
         events = [json.loads(e.removeprefix("data: ")) for e in data.split("\n\n") if e]
         tokens = [e for e in events if "TOKEN" in e]
         version = tokens[0].get("model_version", "") if tokens else ""
-        return response.status == 200 and len(tokens) == TOKENS, version or data[:200]
+        return response.status == 200 and len(tokens) == self.tokens, version or data[:200]
 
     def _retried(self, conn, i: int) -> tuple[bool, str]:
         try:
@@ -94,6 +96,7 @@ class Streams:
                 ok, seen = False, repr(exc)
             i += 4
             with self._lock:
+                self.samples.append((time.time(), ok, seen))
                 if ok:
                     self.ok += 1
                     self.versions[seen] = self.versions.get(seen, 0) + 1
