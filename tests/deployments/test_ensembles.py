@@ -30,8 +30,13 @@ from tests.registry.archives import example_files, register_risk_score_as, tar_g
 pytestmark = [pytest.mark.triton, pytest.mark.django_db]
 
 
-def _ensemble_config(step_version: int) -> bytes:
-    return f"""name: "risk_pipeline"
+def _ensemble_config(
+    step_version: int, *, name: str = "risk_pipeline", step: str = "risk_step", note: str = ""
+) -> bytes:
+    """An ensemble `name` of one step, `step` at `step_version` (-1: its newest): TXN in,
+    the step's SCORE out as RISK; `note` as a comment (two versions alike but for it)."""
+    return f"""# {note}
+name: "{name}"
 platform: "ensemble"
 max_batch_size: 64
 input [ {{ name: "TXN" data_type: TYPE_FP32 dims: [ 128 ] }} ]
@@ -39,7 +44,7 @@ output [ {{ name: "RISK" data_type: TYPE_FP32 dims: [ 1 ] }} ]
 ensemble_scheduling {{
   step [
     {{
-      model_name: "risk_step"
+      model_name: "{step}"
       model_version: {step_version}
       input_map {{ key: "FEATURES" value: "TXN" }}
       output_map {{ key: "SCORE" value: "RISK" }}

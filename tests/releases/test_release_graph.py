@@ -19,6 +19,7 @@ from models_registry.services import model_create, model_version_register
 from releases import routing
 from releases.services import ReleaseError, release_create
 from tests.deploying import pushed
+from tests.deployments.test_ensembles import _ensemble_config
 from tests.registry.archives import register_risk_score_as, tar_gz
 from tests.releases.test_release_flow import (
     Traffic,
@@ -38,30 +39,15 @@ SLA = {"p99_latency_ms": 500, "min_success_rate": 99.0}
 def _pipeline_archive(name: str, step: str, note: str = "", pin: int = -1) -> bytes:
     """An ensemble `name` of one step, `step` at its newest version (or `pin`), as an
     archive."""
-    config = f"""# {note}
-name: "{name}"
-platform: "ensemble"
-max_batch_size: 64
-input [ {{ name: "TXN" data_type: TYPE_FP32 dims: [ 128 ] }} ]
-output [ {{ name: "RISK" data_type: TYPE_FP32 dims: [ 1 ] }} ]
-ensemble_scheduling {{
-  step [
-    {{
-      model_name: "{step}"
-      model_version: {pin}
-      input_map {{ key: "FEATURES" value: "TXN" }}
-      output_map {{ key: "SCORE" value: "RISK" }}
-    }}
-  ]
-}}
-""".encode()
+    config = _ensemble_config(pin, name=name, step=step, note=note)
     return tar_gz([("config.pbtxt", config), ("1", "dir", None)])
 
 
-def _pipeline_serving(world, name: str, step: str):
-    """An ensemble `name` of one step, `step` at its newest version, deployed and serving."""
+def _pipeline_serving(world, name: str, step: str, pin: int = -1):
+    """An ensemble `name` of one step, `step` at its newest version (or `pin`), deployed
+    and serving."""
     model = model_create(name=name, team="fraud", actor=world["ada"], sla=SLA)
-    archive = io.BytesIO(_pipeline_archive(name, step))
+    archive = io.BytesIO(_pipeline_archive(name, step, pin=pin))
     version = model_version_register(model=model, archive=archive, actor=world["ada"])
     pushed(deployment_create(cluster=world["cluster"], version=version, actor=world["rita"]))
     return model
@@ -191,12 +177,7 @@ def test_a_pipeline_pinning_a_new_step_version_loads_it_first_and_is_promoted(
     promotion beside v1 under the step's own name before the pipeline's v2 loads."""
     world = release_world
     step, _ = _model_serving(world, "gp_step", SLA, 1)
-    model = model_create(name="gp_pipe", team="fraud", actor=world["ada"], sla=SLA)
-    v1 = model_version_register(
-        model=model, archive=io.BytesIO(_pipeline_archive("gp_pipe", "gp_step", pin=1)),
-        actor=world["ada"],
-    )  # fmt: skip
-    pushed(deployment_create(cluster=world["cluster"], version=v1, actor=world["rita"]))
+    model = _pipeline_serving(world, "gp_pipe", "gp_step", pin=1)
     register_risk_score_as(step, world["ada"], 2)
     candidate = _pinned_pipeline(world, "gp_pipe", "gp_step", 2, "v2 pins v2")
     through = Traffic(world["port"], "gp_pipe", input_name="TXN", scale=10.0)
@@ -223,12 +204,7 @@ def test_a_pipeline_pinning_a_new_step_version_loads_it_first_and_is_promoted(
 def test_a_pipeline_pinning_a_step_version_that_breaks_it_is_rolled_back(release_world, ticking):
     world = release_world
     step, _ = _model_serving(world, "gp_bad_step", SLA, 1)
-    model = model_create(name="gp_bad", team="fraud", actor=world["ada"], sla=SLA)
-    v1 = model_version_register(
-        model=model, archive=io.BytesIO(_pipeline_archive("gp_bad", "gp_bad_step", pin=1)),
-        actor=world["ada"],
-    )  # fmt: skip
-    pushed(deployment_create(cluster=world["cluster"], version=v1, actor=world["rita"]))
+    model = _pipeline_serving(world, "gp_bad", "gp_bad_step", pin=1)
     register_risk_score_as(step, world["ada"], 5, fail_above=6.0)  # v2
     candidate = _pinned_pipeline(world, "gp_bad", "gp_bad_step", 2, "v2 pins a bad v2")
     through = Traffic(world["port"], "gp_bad", input_name="TXN", scale=10.0)
