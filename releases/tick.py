@@ -300,9 +300,7 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
     # Below the judge's sample minimum, the slack is the baseline's own noise in this
     # interval, never below the router log's millisecond resolution; the setting only
     # without per-request latencies.
-    noise = None if judge.decisive else noise_margins_ms(latencies["baseline"])
-    if noise is not None:
-        noise = {name: max(ms, LOG_RESOLUTION_MS) for name, ms in noise.items()}
+    noise = None if judge.decisive else _noise(latencies["baseline"])
     verdict = analyze(
         metrics["candidate"],
         metrics["baseline"],
@@ -367,11 +365,13 @@ def _with_caller_checks(release: Release, verdict):
     """The verdict with a graph release's checks of its callers (releases/analysis.py
     `caller_check`: each caller's requests through the candidate against its SLA, recorded
     at the start, and through the baseline), and what each caller's arms saw."""
-    spec = release.spec()
-    seen = {}
-    for name, arms in observe.caller_metrics(release, release.interval).items():
-        recorded = next((c.get("sla") or {}) for c in release.callers if c["model"] == name)
-        noise = noise_margins_ms(arms["latencies"]["baseline"])
+    spec, seen = release.spec(), {}
+    measured = observe.caller_metrics(release, release.interval)
+    for caller in release.callers or []:
+        name, recorded = caller["model"], caller.get("sla") or {}
+        if name not in measured:
+            continue
+        arms = measured[name]
         check = caller_check(
             name,
             arms["candidate"],
@@ -379,9 +379,7 @@ def _with_caller_checks(release: Release, verdict):
             SLA(**{k: recorded.get(k) for k in ("p99_latency_ms", "min_success_rate")}),
             min_requests=spec.min_requests,
             latency_tolerance=spec.latency_tolerance,
-            latency_margin_ms={k: max(ms, LOG_RESOLUTION_MS) for k, ms in noise.items()}
-            if noise
-            else LOG_RESOLUTION_MS,
+            latency_margin_ms=_noise(arms["latencies"]["baseline"]) or LOG_RESOLUTION_MS,
         )
         verdict = with_check(verdict, check)
         seen[name] = {
@@ -389,6 +387,14 @@ def _with_caller_checks(release: Release, verdict):
             "check": None if check is None else {"passed": check.passed, "text": check.text},
         }
     return verdict, seen
+
+
+def _noise(latencies: list[float]) -> dict | None:
+    """The baseline's own noise in an interval as the latency slack (releases/analysis.py
+    `noise_margins_ms`), never below the router log's millisecond resolution; None with
+    too few latencies."""
+    noise = noise_margins_ms(latencies)
+    return None if noise is None else {k: max(ms, LOG_RESOLUTION_MS) for k, ms in noise.items()}
 
 
 def _arm(metrics: Metrics) -> dict:
