@@ -461,6 +461,11 @@ class NginxRouter:
                 rotated.append(name)
         if rotated and self.master_pid() is not None:
             self._nginx("-s", "reopen", what="nginx refused to reopen its logs")
+            # The signal is answered at once; the master opens the new files just after
+            # (its workers reopen theirs when it tells them: a last line may land in .1).
+            deadline = time.monotonic() + 5.0
+            while not all((logs / n).exists() for n in rotated) and time.monotonic() < deadline:
+                time.sleep(0.02)
         return rotated
 
     def render(self, state: RouterState) -> str:
