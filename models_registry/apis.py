@@ -176,7 +176,7 @@ class ModelOutputSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
     def get_aliases(self, obj) -> dict:
-        return {alias.name: alias.version.version for alias in obj.aliases.all()}
+        return {alias.name: alias.version.version for alias in obj.alias_list}
 
     def get_warnings(self, obj) -> list[str]:
         return [w for w in [sla_warning(obj.sla, model=obj.name)] if w]

@@ -103,6 +103,11 @@ database_pool(
     size=SWITCHYARD_DATABASE_POOL_SIZE,
     timeout_s=SWITCHYARD_DATABASE_POOL_TIMEOUT_S,
 )
+# Threads a web process runs plain HTTP requests on (controlplane/sync_http.py): as many as
+# its pool has connections, so no request waits on the pool for one another request holds.
+SWITCHYARD_WEB_THREADS = env.int(
+    "SWITCHYARD_WEB_THREADS", default=SWITCHYARD_DATABASE_POOL_SIZE or 10
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default=DEFAULT_REDIS_URL)
