@@ -49,11 +49,12 @@ application = ProtocolTypeRouter(
 )
 
 # The cyclic garbage collector took about a third of a web process's CPU under load: an API
-# list of 100 rows makes some 30,000 objects, every 700 of them started a collection, and
-# the older generations' collections walked the startup's 240,000 objects too. What startup made lives as long as the process, so it is moved
-# out of the collector's reach (gc.freeze, after the URLconf has imported every view), and
-# the youngest generation is collected every 50,000 objects instead of 700: a request's
-# cycles wait a little longer, at most that many objects. Measured in bench/README.md.
+# list of 100 rows makes some 30,000 objects, every 700 of them started a collection, and the
+# older generations' collections walked the startup's 240,000 objects too. What startup
+# made lives as long as the process, so it is moved out of the collector's reach (gc.freeze,
+# after the URLconf has imported every view), and the youngest generation is collected
+# every 50,000 objects instead of 700: a request's cycles wait a little longer, at most that
+# many objects. Measured in bench/README.md.
 get_resolver().reverse_dict  # noqa: B018 - imports every view module
 gc.collect()
 gc.freeze()
