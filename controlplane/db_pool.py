@@ -1,19 +1,22 @@
 """The web processes' database pools: every connection goes back, and /metrics reports them.
 
-Given back: under ASGI Django runs a request's sync parts (middleware, the view) on a
-thread of the request's own and closes that thread's connections (giving pooled ones back)
-when it sends `request_finished` at the end of the request. A request whose client left is
-cancelled; when its sync part is still running (waiting on a lock, on a slow query, on the
-pool itself) daphne kills the application instance after `--application-close-timeout`,
-the handler never gets to `request_finished`, and the thread's connection was never
-given back: psycopg's pool does not reclaim it, so after `SWITCHYARD_DATABASE_POOL_SIZE`
-such requests every request waited for a connection and failed (503) for as long as the
-process lived. `ConnectionsGivenBack` wraps Django's ASGI app: the request's thread closes
-its connections as its last piece of work, whatever ends the request (an answer, a client
-that left, a killed instance, an error). Websocket consumers use `database_sync_to_async`,
-which closes around every call already. A slow client holds none either: daphne reads a
-whole request body before the app runs and buffers what the app sends, so the connection is
-given back as soon as the view's answer is made.
+Given back: plain HTTP requests run whole on a thread of controlplane/sync_http.py's pool,
+which closes the response there (`request_finished` gives the connection back) however the
+client behaves. For what stays on Django's ASGI handler (long-polls): under ASGI Django runs
+a request's sync parts (middleware, the view) on a thread of the request's own and closes
+that thread's connections (giving pooled ones back) when it sends `request_finished` at the
+end of the request. A request whose client left is cancelled; when its sync part is still
+running (waiting on a lock, on a slow query, on the pool itself) daphne kills the
+application instance after `--application-close-timeout`, the handler never gets to
+`request_finished`, and the thread's connection was never given back: psycopg's pool does
+not reclaim it, so after `SWITCHYARD_DATABASE_POOL_SIZE` such requests every request waited
+for a connection and failed (503) for as long as the process lived. `ConnectionsGivenBack`
+wraps Django's ASGI app: the request's thread closes its connections as its last piece of
+work, whatever ends the request (an answer, a client that left, a killed instance, an
+error). Websocket consumers use `database_sync_to_async`, which closes around every call
+already. A slow client holds none either: daphne reads a whole request body before the app
+runs and buffers what the app sends, so the connection is given back as soon as the view's
+answer is made.
 
 Reported: every web process has its own psycopg pool (SWITCHYARD_DATABASE_POOL_SIZE), and a
 scrape of /metrics reaches one of several processes, so no process can answer for the others

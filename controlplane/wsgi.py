@@ -1,4 +1,5 @@
-"""WSGI entry point (the console is served over ASGI by daphne; this is for tooling)."""
+"""WSGI entry point (the console is served by daphne, controlplane/asgi.py, which runs plain
+HTTP requests through this same sync handler on a pool of threads; this is for tooling)."""
 
 import os
 
