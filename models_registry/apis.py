@@ -165,7 +165,7 @@ class ModelOutputSerializer(serializers.Serializer):
     team = serializers.CharField(source="team.name")
     description = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
-    sla = SlaSerializer()
+    sla = serializers.SerializerMethodField()
     aliases = serializers.SerializerMethodField()
     next_version = serializers.IntegerField()
     warnings = serializers.SerializerMethodField(
@@ -175,8 +175,12 @@ class ModelOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
+    @extend_schema_field(SlaSerializer)
+    def get_sla(self, obj) -> dict:
+        return obj.sla  # floats or None, as stored: no field of a nested serializer per value
+
     def get_aliases(self, obj) -> dict:
-        return {alias.name: alias.version.version for alias in obj.alias_list}
+        return dict(sorted((obj.alias_versions or {}).items()))
 
     def get_warnings(self, obj) -> list[str]:
         return [w for w in [sla_warning(obj.sla, model=obj.name)] if w]

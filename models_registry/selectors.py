@@ -1,6 +1,17 @@
 """Reads of the registry."""
 
-from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Window
+from django.db.models import (
+    Aggregate,
+    Count,
+    F,
+    JSONField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Window,
+)
 from django.db.models.functions import Coalesce, RowNumber
 
 from integrations.triton.model_config.graph import (
@@ -64,25 +75,33 @@ def model_list(*, search: str = "", team: str = "", tag: str = "") -> QuerySet[M
         qs = qs.filter(team__name=team)
     if tag:
         qs = qs.filter(tags__contains=[tag])
-    return qs.prefetch_related(_alias_list())
+    return _with_aliases(qs)
 
 
-def _alias_list() -> Prefetch:
-    """A model's aliases as a list on `alias_list`, each with its version's number only (not
-    the version's config and manifest); a list, because Django's own prefetch cache builds a
-    queryset per model (a fifth of a page of 100 models)."""
-    aliases = Alias.objects.select_related("version").only("model", "name", "version__version")
-    return Prefetch("aliases", aliases, to_attr="alias_list")
+class _JsonObjectAgg(Aggregate):
+    """PostgreSQL's jsonb_object_agg(key, value): {key: value, ...} of the rows, NULL for none."""
+
+    function = "jsonb_object_agg"
+    output_field = JSONField()
+
+
+def _with_aliases(qs: QuerySet[Model]) -> QuerySet[Model]:
+    """Each model with `alias_versions`: {alias name: its version's number} ({} for none),
+    read in the model's own row by a subquery; a prefetch of the aliases and their versions
+    cost a page of 100 models about a fifth of its time in Python."""
+    aliases = (
+        Alias.objects.filter(model=OuterRef("pk"))
+        .order_by()
+        .values("model")
+        .annotate(versions=_JsonObjectAgg("name", "version__version"))
+        .values("versions")
+    )
+    return qs.annotate(alias_versions=Subquery(aliases, output_field=JSONField()))
 
 
 def model_get(*, name: str) -> Model | None:
-    """A model with its team and `alias_list`."""
-    return (
-        Model.objects.select_related("team")
-        .prefetch_related(_alias_list())
-        .filter(name=name)
-        .first()
-    )
+    """A model with its team and `alias_versions` (see _with_aliases)."""
+    return _with_aliases(Model.objects.select_related("team")).filter(name=name).first()
 
 
 def model_versions(*, model: Model) -> QuerySet[ModelVersion]:
