@@ -6,7 +6,9 @@ import tarfile
 import threading
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
@@ -292,8 +294,17 @@ def test_sla_update_and_aliases_with_history(ada):
             == 200
         )
     assert ada.get("/api/v1/models/risk_score/").json()["aliases"] == {"production": 2}
+    ada.put("/api/v1/models/risk_score/aliases/b/", {"version": 1}, format="json")
+    both = {"b": 1, "production": 2}  # each alias with its version's number, by name
+    assert list(ada.get("/api/v1/models/risk_score/").json()["aliases"].items()) == [*both.items()]
+    assert ada.get("/api/v1/models/?search=risk").json()[0]["aliases"] == both
+    console = Client()
+    console.force_login(User.objects.get(username="ada"))
+    for page in ("/models/", "/models/risk_score/"):
+        text = console.get(page).content.decode()
+        assert text.index("b → v1") < text.index("production → v2"), page
     moves = AuditEvent.objects.filter(action="alias.moved").order_by("id")
-    assert [(m.details["from"], m.details["to"]) for m in moves] == [(None, 1), (1, 2)]
+    assert [(m.details["from"], m.details["to"]) for m in moves][:2] == [(None, 1), (1, 2)]
     missing = ada.put(
         "/api/v1/models/risk_score/aliases/production/", {"version": 9}, format="json"
     )
