@@ -5,7 +5,8 @@ of its own prefix in Redis database 15, deleted at the end), filled with bulk_cr
 COPY: 500 models in 10 teams with 20 versions each (10,000) and a `production` alias, 20
 clusters of 3 nodes, 5,000 releases with 20 events each (100,000), 2,000 deployments,
 2,000 benchmark runs, 500 alerts, and a year of cost rollups (a day row per model, node and
-cluster sum for 365 days, hour rows for the last 2 days, the nodes' idle time).
+cluster sum for 365 days, the cluster sums' months as the hourly rollup derives them, hour
+rows for the last 2 days, the nodes' idle time).
 
 The web is served as production serves it: the web command (controlplane/web_server.py: one
 daphne process per core on controlplane.asgi:application) with controlplane.settings.prod and
@@ -294,6 +295,11 @@ def seed() -> dict:
     columns += ["cost_kind", "cost_ticks", "idle_share_ticks", "requests", "successes"]
     columns += ["compute_us", "minutes"]
     rollups = _copy(CostRollup, columns, _cost_rows(models, clusters, now))
+    # The month rows, as the hourly rollup derives them from the day rows it writes.
+    from reports.services import derive, floor_month, next_month
+
+    derive("mc", floor_month(now - timedelta(days=DAYS + 1)), next_month(now))
+    rollups += CostRollup.objects.filter(period="mc").count()
     # Every complete hour is rolled up: reports read these rows, not minutes (none here).
     CostWatermark.objects.create(
         name="hourly", until=now.replace(minute=0, second=0, microsecond=0)

@@ -1,6 +1,6 @@
 """The Reports page: cost overview chart, cost table, ghost list (reports' selectors)."""
 
-from datetime import UTC, timedelta
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -13,6 +13,7 @@ from accounts.roles import Role, user_has_role
 from console.paging import paged
 from models_registry.models import Model
 from reports import figures, selectors
+from reports.services import floor_month
 
 RANGES = {
     "3h": ("Last 3 hours", timedelta(hours=3)),
@@ -41,7 +42,7 @@ def _range(key: str):
     now = timezone.now()
     span = RANGES[key][1]
     if span is None:
-        return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0), now
+        return floor_month(now), now
     return now - span, now
 
 

@@ -209,7 +209,7 @@ class CostQuerySerializer(inputs.ChoicesListed):
         params = self.initial_data
         now = timezone.now()
         errors, times = {}, {}
-        month_start = selectors.month_start(now)
+        month_start = services.floor_month(now)
         for name, default in (("from", month_start), ("to", now)):
             try:
                 times[name] = parse_when(params[name]) if params.get(name) else default

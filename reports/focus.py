@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
@@ -23,8 +23,8 @@ from models_registry.models import Model
 from reports.costing import TICKS_PER_UNIT, to_cents
 from reports.minutes import Line, cost_lines
 from reports.models import CostRollup
-from reports.selectors import clip_range, month_start, range_segments
-from reports.services import DAY, HOUR, floor_hour
+from reports.selectors import clip_range, range_segments
+from reports.services import DAY, HOUR, floor_hour, floor_month, next_month
 
 FOCUS_VERSION = "1.0"
 
@@ -212,8 +212,8 @@ def _row(key: ChargeKey, line: Line, cost: Decimal, hourly: Decimal, names) -> d
         **FIXED,
         "BilledCost": money,
         "BillingCurrency": settings.SWITCHYARD_CURRENCY,
-        "BillingPeriodEnd": _iso(month_start(month_start(start) + timedelta(days=32))),
-        "BillingPeriodStart": _iso(month_start(start)),
+        "BillingPeriodEnd": _iso(next_month(start)),
+        "BillingPeriodStart": _iso(floor_month(start)),
         "ChargeDescription": description,
         "ChargePeriodEnd": _iso(end),
         "ChargePeriodStart": _iso(start),

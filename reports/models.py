@@ -12,7 +12,8 @@ class CostRollup(models.Model):
     `cost_ticks` of all rows of a node and period add up to what the node cost in it.
     `idle_share_ticks` is the idle cost split equally among the versions loaded each minute
     (the ghost report's measure); `minutes` counts the minutes the row covers (loaded
-    minutes for a version). Periods "hc" and "dc" sum a cluster's nodes (node_name '').
+    minutes for a version). Periods "hc", "dc" and "mc" sum a cluster's nodes (node_name ''):
+    hours, days and calendar months (UTC).
     A model row's `cost_kind` says what the version's node time was for: serving clients,
     its smoke test (validation) or a benchmark; a temporary model's time is on its real
     model and version (deployments.temporary). Idle and unknown rows have none ('').
@@ -23,6 +24,7 @@ class CostRollup(models.Model):
         DAY = "day", "Day"
         HOUR_CLUSTER = "hc", "Hour, summed over the cluster's nodes"
         DAY_CLUSTER = "dc", "Day, summed over the cluster's nodes"
+        MONTH_CLUSTER = "mc", "Month, summed over the cluster's nodes"
 
     class Kind(models.TextChoices):
         MODEL = "model", "Model version"

@@ -12,12 +12,12 @@ import json
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from accounts.roles import Role, user_has_role
@@ -29,7 +29,7 @@ from models_registry.selectors import models_called
 from reports.costing import change_pct, cost_per_1k, largest_remainder, ticks_to_money, to_cents
 from reports.minutes import Line, cost_lines
 from reports.models import CostRollup, CostWatermark, TeamBudget
-from reports.services import DAY, HOUR, floor_day, floor_hour
+from reports.services import DAY, HOUR, floor_day, floor_hour, floor_month, next_month
 from telemetry.models import Rollup
 
 GROUP_KEYS = {
@@ -71,13 +71,19 @@ def _narrow(key: tuple, by: tuple[str, ...]) -> Key6:
     return tuple(v if f in by else None for f, v in zip(FIELDS, key, strict=True))
 
 
-def _stored(period: str, since: datetime, until: datetime, into: dict, by) -> None:
-    if since >= until:
-        return
+def _stored(segments: list[tuple[str, datetime, datetime]], into: dict, by) -> None:
+    """Adds the stored rows of every (period, since, until) segment, summed in one query."""
     if "node_name" not in by:  # the rows summed over each cluster's nodes serve
-        period = {"hour": "hc", "day": "dc"}[period]
+        names = {"hour": "hc", "day": "dc", "month": "mc"}
+        segments = [(names[period], a, b) for period, a, b in segments]
+    which = Q()
+    for period, since, until in segments:
+        if since < until:
+            which |= Q(period=period, start__gte=since, start__lt=until)
+    if not which:
+        return
     rows = (
-        CostRollup.objects.filter(period=period, start__gte=since, start__lt=until)
+        CostRollup.objects.filter(which)
         .values_list(*by)
         .annotate(
             Sum("cost_ticks"),
@@ -102,9 +108,13 @@ def _live(since: datetime, until: datetime, into: dict, by) -> None:
         into[_narrow((cluster_id, node, *rest), by)].add(line)
 
 
-def range_segments(since: datetime, until: datetime) -> list[tuple[str, datetime, datetime]]:
+def range_segments(
+    since: datetime, until: datetime, *, months: bool = False
+) -> list[tuple[str, datetime, datetime]]:
     """How [since, until) is read: ("day" | "hour", a, b) from stored rows whose start lies
-    in [a, b), ("live", a, b) computed from the minute rollups; in time order."""
+    in [a, b), ("live", a, b) computed from the minute rollups; in time order. With
+    `months`, the whole calendar months among the stored days are ("month", a, b): only
+    the rows summed over a cluster's nodes have them."""
     mark = CostWatermark.objects.filter(name="hourly").values_list("until", flat=True).first()
     hours_from = _ceil(since, floor_hour, HOUR)
     hours_to = min(floor_hour(until), mark) if mark else hours_from
@@ -114,7 +124,7 @@ def range_segments(since: datetime, until: datetime) -> list[tuple[str, datetime
     if days_from < days_to:
         stored = [
             ("hour", hours_from, days_from),
-            ("day", days_from, days_to),
+            *_days(days_from, days_to, months),
             ("hour", days_to, hours_to),
         ]
     else:
@@ -123,17 +133,32 @@ def range_segments(since: datetime, until: datetime) -> list[tuple[str, datetime
     return [(source, a, b) for source, a, b in segments if a < b]
 
 
+def _days(since: datetime, until: datetime, months: bool) -> list[tuple[str, datetime, datetime]]:
+    """Whole days [since, until): the calendar months among them as months when `months`."""
+    months_from = since if floor_month(since) == since else next_month(since)
+    months_to = floor_month(until)
+    if not months or months_from >= months_to:
+        return [("day", since, until)]
+    return [
+        ("day", since, months_from),
+        ("month", months_from, months_to),
+        ("day", months_to, until),
+    ]
+
+
 def range_lines(since: datetime, until: datetime, *, by=FIELDS) -> dict[Key6, Line]:
     """Cost lines of [since, until) (whole minutes), stored where possible, else live.
 
     Keys keep only the fields in `by` (the others are None): fewer groups, faster sums.
+    Without the node among them, the rows summed over each cluster's nodes serve, months
+    included.
     """
     lines: dict[Key6, Line] = defaultdict(Line)
-    for source, a, b in range_segments(since, until):
+    segments = range_segments(since, until, months="node_name" not in by)
+    for source, a, b in segments:
         if source == "live":
             _live(a, b, lines, by)
-        else:
-            _stored(source, a, b, lines, by)
+    _stored([s for s in segments if s[0] != "live"], lines, by)
     return dict(lines)
 
 
@@ -428,10 +453,6 @@ def _ghost(clusters, key, by_node: dict[str, Line], node_cost) -> dict:
     }
 
 
-def month_start(now: datetime) -> datetime:
-    return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-
-
 def budgets_status(*, now: datetime | None = None) -> list[dict]:
     """Every team with a budget: month-to-date cost, percent used, and "ok", "warning"
     (80% or more) or "over" (100% or more)."""
@@ -439,7 +460,7 @@ def budgets_status(*, now: datetime | None = None) -> list[dict]:
     budgets = list(TeamBudget.objects.select_related("team").order_by("team__name"))
     if not budgets:
         return []
-    report = cost_report(since=month_start(now), until=now, group_by="team", now=now)
+    report = cost_report(since=floor_month(now), until=now, group_by="team", now=now)
     spent = {row["team"]: row["cost"] for row in report["rows"]}
     out = []
     for b in budgets:
@@ -541,8 +562,8 @@ def month_overview(
     of last month, the costliest models and the costliest ghosts (with `models`, theirs
     only)."""
     now = now or timezone.now()
-    start = month_start(now)
-    last_start = month_start(start - timedelta(days=1))
+    start = floor_month(now)
+    last_start = floor_month(start - timedelta(days=1))
     last_until = min(last_start + (now - start), start)
     report = cost_report(since=start, until=now, group_by="model", now=now, models=models)
     before = cost_report(
