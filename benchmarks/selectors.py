@@ -4,6 +4,7 @@ from django.db.models import QuerySet
 
 from accounts.pagination import filtered
 from benchmarks.models import BenchmarkRun
+from core.rows import only_shown
 from deployments.models import TritonCluster
 from models_registry.models import Alias, ModelVersion
 
@@ -72,6 +73,9 @@ def staging_clusters() -> QuerySet[TritonCluster]:
 
 
 def benchmark_list(**filters) -> QuerySet[BenchmarkRun]:
-    """Benchmark runs newest first, narrowed by `accounts.pagination.filtered`'s filters."""
-    qs = BenchmarkRun.objects.select_related("version__model", "cluster", "node", "requested_by")
+    """Benchmark runs newest first, narrowed by `accounts.pagination.filtered`'s filters; of
+    the objects each joins, only what a list shows."""
+    qs = BenchmarkRun.objects.select_related("version__model", "cluster", "requested_by")
+    listed = ("version__version", "version__model__name", "cluster__name")
+    qs = only_shown(qs, *listed, "requested_by__username")
     return filtered(qs, model_field="version__model", **filters)

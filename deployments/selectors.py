@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 
 from accounts.pagination import filtered
+from core.rows import only_shown
 from deployments import push
 from deployments.models import (
     Deployment,
@@ -188,10 +189,12 @@ def model_live_where(*, model: Model) -> list[dict]:
 
 
 def deployment_list(**filters) -> QuerySet[Deployment]:
-    """Deployments newest first, narrowed by `accounts.pagination.filtered`'s filters."""
+    """Deployments newest first, narrowed by `accounts.pagination.filtered`'s filters; of the
+    objects each joins, only what a list shows (each node's part names its node itself)."""
     qs = Deployment.objects.select_related("cluster", "model", "version", "requested_by")
-    qs = qs.prefetch_related(
-        Prefetch("nodes", DeploymentNode.objects.select_related("node")), "waits_for"
+    listed = ("cluster__name", "model__name", "version__version", "requested_by__username")
+    qs = only_shown(qs, *listed).prefetch_related(
+        "nodes", Prefetch("waits_for", Deployment.objects.only("id"))
     )
     return filtered(qs, **filters)
 

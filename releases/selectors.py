@@ -10,6 +10,7 @@ from django.db.models import QuerySet, Sum
 
 from accounts.errors import Refused
 from accounts.pagination import filtered
+from core.rows import only_shown
 from integrations.routers.access_log import (
     last_lines,
     parse_line,
@@ -146,9 +147,21 @@ def active_releases_of(*, model) -> QuerySet[Release]:
     )
 
 
+# What a list of releases shows of the objects it joins (the API's and the console's).
+_LISTED = (
+    "cluster__name",
+    "cluster__router",
+    "model__name",
+    "baseline__version",
+    "candidate__version",
+    "created_by__username",
+)
+
+
 def release_list_filtered(**filters) -> QuerySet[Release]:
-    """Releases newest first, narrowed by `accounts.pagination.filtered`'s filters."""
-    qs = Release.objects.select_related(*_RELATED)
+    """Releases newest first, narrowed by `accounts.pagination.filtered`'s filters; of the
+    objects each joins, only what a list shows."""
+    qs = only_shown(Release.objects.select_related(*_RELATED), *_LISTED)
     return filtered(qs, state_field="phase", **filters)
 
 
