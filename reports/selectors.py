@@ -169,20 +169,19 @@ def fields_for(group_by: str, models: set[str] | None = None) -> tuple[str, ...]
 
 
 def group_namer(group_by: str) -> Callable[[Key6], tuple]:
+    """key -> the group's name (a tuple of GROUP_KEYS[group_by]); reads only the names the
+    grouping needs: the teams' or the clusters'."""
+    if group_by == "model":
+        return lambda key: (key[3],)
+    if group_by == "version":
+        return lambda key: (key[3], key[4])
+    if group_by == "team":
+        teams = dict(Model.objects.values_list("name", "team__name"))
+        return lambda key: (teams.get(key[3], ""),)
     clusters = dict(TritonCluster.objects.values_list("id", "name"))
-    teams = dict(Model.objects.values_list("name", "team__name"))
-
-    def name(key: Key6) -> tuple:
-        cluster_id, node, _kind, model, version, _cost_kind = key
-        return {
-            "model": (model,),
-            "version": (model, version),
-            "team": (teams.get(model, ""),),
-            "cluster": (clusters.get(cluster_id, str(cluster_id)),),
-            "node": (clusters.get(cluster_id, str(cluster_id)), node),
-        }[group_by]
-
-    return name
+    if group_by == "cluster":
+        return lambda key: (clusters.get(key[0], str(key[0])),)
+    return lambda key: (clusters.get(key[0], str(key[0])), key[1])
 
 
 @dataclass
@@ -195,9 +194,9 @@ class Group:
     traffic: Line = field(default_factory=Line)
 
 
-def _grouped(lines: dict[Key6, Line], group_by: str, traffic_kind: str = SERVING):
-    """Group -> Group of model use, and the idle/unknown ticks per (kind, group or None)."""
-    name = group_namer(group_by)
+def _grouped(lines: dict[Key6, Line], group_by: str, name, traffic_kind: str = SERVING):
+    """Group -> Group of model use, and the idle/unknown ticks per (kind, group or None);
+    `name`: the group_namer of `group_by`."""
     groups: dict[tuple, Group] = defaultdict(Group)
     rest: dict = defaultdict(int)
     for key, line in lines.items():
@@ -269,10 +268,11 @@ def cost_report(
     until = max(since, until)
     by = fields_for(group_by, models)
     lines = only_lines(range_lines(since, until, by=by), models, kind)
-    groups, rest = _grouped(lines, group_by, kind or SERVING)
+    name = group_namer(group_by)
+    groups, rest = _grouped(lines, group_by, name, kind or SERVING)
     span = until - since
     previous = only_lines(range_lines(since - span, since, by=by), models, kind) if span else {}
-    before, _ = _grouped(previous, group_by)
+    before, _ = _grouped(previous, group_by, name)
     items = {("cost", g, k): t for g, group in groups.items() for k, t in group.kinds.items()}
     cents = to_cents(items | rest)
     total_ticks = sum(items.values()) + sum(rest.values())
