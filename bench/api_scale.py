@@ -26,7 +26,9 @@ load: it is large).
 Goals (2 cores): p99 <= 100 ms per endpoint, >= 300 req/s, and the product's lists within
 1.5x the bare view's p99.
 
-Usage: .venv/bin/python bench/api_scale.py [--clients 10] [--seconds 60]
+Usage: .venv/bin/python bench/api_scale.py [--clients 10] [--seconds 60] [--only 'bare:']
+(--only: only the endpoints whose label contains it, e.g. the bare views alone: the most
+this server and machine serve of a plain DRF page).
 """
 
 import argparse
@@ -317,7 +319,12 @@ def seed() -> dict:
 # ---------------------------------------------------------------- the load
 
 
-def endpoints(names: dict) -> list[tuple[str, str]]:
+def endpoints(names: dict, only: str = "") -> list[tuple[str, str]]:
+    """(label, path) of the endpoints loaded: all, or those whose label contains `only`."""
+    return [(label, path) for label, path in _endpoints(names) if only in label]
+
+
+def _endpoints(names: dict) -> list[tuple[str, str]]:
     now = names["now"]
     month = (now - timedelta(days=30)).date().isoformat()
     year = (now - timedelta(days=365)).date().isoformat()
@@ -369,8 +376,8 @@ def _client(port, token, paths, until, results, errors, offset) -> None:
     conn.close()
 
 
-def load(port: int, names: dict, clients: int, seconds: float) -> dict:
-    paths = endpoints(names)
+def load(port: int, names: dict, clients: int, seconds: float, only: str = "") -> dict:
+    paths = endpoints(names, only)
     for name, path in paths:  # warm: the first request of each imports and compiles
         _get(port, names["token"], path, expect=200, what=name)
     results, errors = {}, {}
@@ -409,12 +416,13 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-def report(run: dict, names: dict, web_cpu_s: float, client_cpu_s: float, schema: list) -> None:
+def report(run: dict, names: dict, web_cpu_s: float, client_cpu_s: float, schema: list,
+           only: str = "") -> None:  # fmt: skip
     results, errors, elapsed = run["results"], run["errors"], run["elapsed"]
     total = sum(len(v) for v in results.values())
     p99 = {name: _pct(v, 0.99) for name, v in results.items()}
     print(f"\n{'endpoint':<26}{'requests':>9}{'errors':>7}{'p50 ms':>9}{'p99 ms':>9}{'x bare':>8}")
-    for name, _ in endpoints(names):
+    for name, _ in endpoints(names, only):
         got = results.get(name, [])
         bare = BARE_OF.get(name)
         ratio = f"{p99[name] / p99[bare]:.2f}" if bare and got and bare in p99 else ""
@@ -488,6 +496,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--only", default="", help="load only the endpoints whose label contains this ('bare:')"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="switchyard-bench-api-"))
     _environment(work)
@@ -513,7 +524,7 @@ def main() -> None:
         web = _web(work, port)
         wait_until(lambda: _answers(port, names["token"]), 120, "the web to answer")
         web_before, client_before = cpu_seconds([web.pid]), resource.getrusage(resource.RUSAGE_SELF)
-        run = load(port, names, args.clients, args.seconds)
+        run = load(port, names, args.clients, args.seconds, args.only)
         web_cpu = cpu_seconds([web.pid]) - web_before
         after = resource.getrusage(resource.RUSAGE_SELF)
         client_cpu = (after.ru_utime - client_before.ru_utime) + (
@@ -522,7 +533,7 @@ def main() -> None:
         schema = [
             _get(port, names["token"], "/api/schema/", expect=200, what="schema") for _ in range(5)
         ]
-        report(run, names, web_cpu, client_cpu, schema)
+        report(run, names, web_cpu, client_cpu, schema, args.only)
     finally:
         if web is not None:
             _stop(web)
