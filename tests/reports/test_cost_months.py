@@ -36,9 +36,11 @@ def _minutes(cluster, start: datetime, count: int) -> list[Rollup]:
 
 @pytest.fixture
 def month():
-    """The calendar month before last (whole, and rolled up whatever today is), with busy
-    minutes on its 10th, around both its ends, and none in between."""
-    first = floor_month(floor_month(timezone.now()) - timedelta(days=1))
+    """The calendar month before last (whole, and over a month before now whatever today is:
+    no range here reaches the present), with busy minutes on its 10th, around both its ends,
+    and none in between."""
+    last_month = floor_month(floor_month(timezone.now()) - timedelta(days=1))
+    first = floor_month(last_month - timedelta(days=1))
     after = next_month(first)
     cluster = TritonCluster.objects.create(
         name="prod", environment="production", node_hourly_cost=Decimal("6.0000")
