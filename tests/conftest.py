@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 # Playwright's sync API keeps an event loop running in the test thread, so Django would take
 # the ORM calls made there for calls from async code and refuse them.
@@ -181,6 +183,24 @@ def _memory_picture(top: int = 8) -> str:
 
 
 # ---------------------------------------------------------------- Celery
+
+
+def migrate_to(targets: list[tuple[str, str]]):
+    """Migrate the test database to `targets` ((app, migration) pairs) and return that
+    state's apps. A test that does takes `latest_migrations_after`."""
+    executor = MigrationExecutor(connection)
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+@pytest.fixture
+def latest_migrations_after():
+    """Back to the latest migrations after the test, so later tests find every table and
+    column, a failure too (going back one app's migration may also unapply other apps' that
+    depend on it)."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def drop_queues(queue: str) -> None:

@@ -3,11 +3,11 @@
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from deployments.models import TritonCluster
+from tests.conftest import migrate_to
 
+pytestmark = pytest.mark.usefixtures("latest_migrations_after")
 BEFORE = [("reports", "0003_cluster_periods")]
 AFTER = [("reports", "0006_kinds_cost_kind_unique")]
 
@@ -15,9 +15,7 @@ AFTER = [("reports", "0006_kinds_cost_kind_unique")]
 @pytest.mark.django_db(transaction=True)
 def test_stored_rows_of_temporary_names_move_onto_their_version_summed():
     cluster = TritonCluster.objects.create(name="mig-prod")  # reverting reports keeps its table
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    old = executor.loader.project_state(BEFORE).apps
+    old = migrate_to(BEFORE)
     CostRollup = old.get_model("reports", "CostRollup")
     at = datetime(2026, 11, 2, 10, tzinfo=UTC)
     common = {"cluster_id": cluster.pk, "node_name": "n1", "period": "hour", "start": at}
@@ -32,9 +30,7 @@ def test_stored_rows_of_temporary_names_move_onto_their_version_summed():
         )
     CostRollup.objects.create(**common, kind="idle", cost_ticks=5, minutes=60)
 
-    executor = MigrationExecutor(connection)
-    executor.migrate(AFTER)
-    new = executor.loader.project_state(AFTER).apps
+    new = migrate_to(AFTER)
     rows = new.get_model("reports", "CostRollup").objects.filter(cluster_id=cluster.pk)
     got = set(
         rows.values_list("kind", "model_name", "version", "cost_kind", "cost_ticks", "minutes")
@@ -45,17 +41,9 @@ def test_stored_rows_of_temporary_names_move_onto_their_version_summed():
         ("model", "a", "2", "benchmark", 40, 1),
         ("idle", "", "", "", 5, 60),
     }
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)  # back: the validation and benchmark rows go, to be rebuilt
-    back = executor.loader.project_state(BEFORE).apps.get_model("reports", "CostRollup")
+    # back: the validation and benchmark rows go, to be rebuilt
+    back = migrate_to(BEFORE).get_model("reports", "CostRollup")
     rows = back.objects.filter(cluster_id=cluster.pk)
     assert set(rows.values_list("model_name", "cost_ticks")) == {("a", 100), ("", 5)}
     rows.delete()
     cluster.delete()
-
-
-@pytest.fixture(autouse=True)
-def _back_to_the_latest_migrations():
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -3,11 +3,11 @@
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from deployments.models import TritonCluster
+from tests.conftest import migrate_to
 
+pytestmark = pytest.mark.usefixtures("latest_migrations_after")
 BEFORE = [("reports", "0007_cost_output_tokens")]
 AFTER = [("reports", "0008_month_cluster_period")]
 
@@ -15,9 +15,7 @@ AFTER = [("reports", "0008_month_cluster_period")]
 @pytest.mark.django_db(transaction=True)
 def test_months_are_summed_from_the_stored_days_and_go_when_reverted():
     cluster = TritonCluster.objects.create(name="mig-months")  # reverting reports keeps its table
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    CostRollup = executor.loader.project_state(BEFORE).apps.get_model("reports", "CostRollup")
+    CostRollup = migrate_to(BEFORE).get_model("reports", "CostRollup")
     common = {"cluster_id": cluster.pk, "node_name": "", "period": "dc", "kind": "model"}
     for day, ticks, tokens in ((datetime(2026, 10, 31, tzinfo=UTC), 7, 1),
                                (datetime(2026, 11, 1, tzinfo=UTC), 100, 2),
@@ -30,9 +28,7 @@ def test_months_are_summed_from_the_stored_days_and_go_when_reverted():
         model_name="a", version="1", cost_ticks=1000, minutes=1440,
     )  # fmt: skip
 
-    executor = MigrationExecutor(connection)
-    executor.migrate(AFTER)
-    new = executor.loader.project_state(AFTER).apps.get_model("reports", "CostRollup")
+    new = migrate_to(AFTER).get_model("reports", "CostRollup")
     months = new.objects.filter(cluster_id=cluster.pk, period="mc")
     assert set(
         months.values_list("start", "node_name", "model_name", "cost_ticks", "requests",
@@ -41,17 +37,8 @@ def test_months_are_summed_from_the_stored_days_and_go_when_reverted():
         (datetime(2026, 10, 1, tzinfo=UTC), "", "a", 7, 7, 1440, 1),
         (datetime(2026, 11, 1, tzinfo=UTC), "", "a", 120, 120, 2880, 5),
     }  # fmt: skip
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    back = executor.loader.project_state(BEFORE).apps.get_model("reports", "CostRollup")
+    back = migrate_to(BEFORE).get_model("reports", "CostRollup")
     rows = back.objects.filter(cluster_id=cluster.pk)
     assert not rows.filter(period="mc").exists() and rows.count() == 4
     rows.delete()
     cluster.delete()
-
-
-@pytest.fixture(autouse=True)
-def _back_to_the_latest_migrations():
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
