@@ -76,6 +76,6 @@ def benchmark_list(**filters) -> QuerySet[BenchmarkRun]:
     """Benchmark runs newest first, narrowed by `accounts.pagination.filtered`'s filters; of
     the objects each joins, only what a list shows."""
     qs = BenchmarkRun.objects.select_related("version__model", "cluster", "requested_by")
-    listed = ("version__version", "version__model__name", "cluster__name")
-    qs = only_shown(qs, *listed, "requested_by__username")
+    listed = ("version__version", "version__model__name", "cluster__name", "requested_by__username")
+    qs = only_shown(qs, *listed)
     return filtered(qs, model_field="version__model", **filters)

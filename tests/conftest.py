@@ -182,7 +182,7 @@ def _memory_picture(top: int = 8) -> str:
     return f"{'; '.join(meminfo)}; largest: {largest}"
 
 
-# ---------------------------------------------------------------- Celery
+# ---------------------------------------------------------------- migrations
 
 
 def migrate_to(targets: list[tuple[str, str]]):
@@ -201,6 +201,9 @@ def latest_migrations_after():
     yield
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+# ---------------------------------------------------------------- Celery
 
 
 def drop_queues(queue: str) -> None:
