@@ -174,8 +174,10 @@ def _stats(client: TritonClient, spec: SweepSpec) -> dict | None:
     return rows[0] if rows else None
 
 
-# How long the server's counters may lag the last response of a level.
-COUNT_LAG_S = 2.0
+# How long the server's counters may lag the last response of a level (or of the warm-up);
+# the wait ends as soon as they count every request sent, so this costs time only on a
+# machine busy enough that a count lags.
+COUNT_LAG_S = 5.0
 
 
 def _stats_covering(client: TritonClient, spec: SweepSpec, before: dict | None, sent: int):
@@ -275,6 +277,9 @@ def _load(client: TritonClient, spec: SweepSpec) -> None:
 
 
 def _warm_up(client: TritonClient, spec: SweepSpec, node=None) -> None:
+    """WARMUP_REQUESTS requests, then a wait until the server counts them all, so that none
+    is counted late in the first level's window."""
+    before = _stats(client, spec)
     inputs = generate_inputs(
         spec.plan.config_dict,
         batch_size=spec.batch_size,
@@ -287,6 +292,7 @@ def _warm_up(client: TritonClient, spec: SweepSpec, node=None) -> None:
             continue
         with own_traffic.counted(node, spec.temp_name, spec.version, own_traffic.BENCHMARK):
             _warm_one(client, spec, inputs)
+    _stats_covering(client, spec, before, WARMUP_REQUESTS)
 
 
 def _warm_one(client: TritonClient, spec: SweepSpec, inputs: dict) -> None:
