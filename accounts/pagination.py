@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
 from accounts.inputs import ChoicesListed
+from core.represent import rows
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -62,9 +63,10 @@ def page_of(request, items: Any) -> tuple[list, dict[str, str]]:
 
 
 def paginated(request, items: Any, serializer_class, **kwargs) -> Response:
-    """A Response of one page of `items` serialized by `serializer_class(many=True)`."""
+    """A Response of one page of `items` as `serializer_class(many=True)` writes it (built by
+    core/represent.py)."""
     page, headers = page_of(request, items)
-    return Response(serializer_class(page, many=True, **kwargs).data, headers=headers)
+    return Response(rows(serializer_class, page, **kwargs), headers=headers)
 
 
 class ListFilters(ChoicesListed):
