@@ -6,7 +6,8 @@ a save of the resource sends (`notify_changed`, after the commit), re-reads, and
 soon as the resource is finished or the wait is up. A cheap re-check every `RECHECK_S`
 covers a lost message. Under ASGI (daphne) a waiting client holds no thread: the view's
 sync parts (authentication, permissions, the read) borrow the loop's shared pool and give
-the thread back before the wait.
+the thread back before the wait. A request without `wait` is a plain sync view's
+(`long_poll`): no event loop of its own, no hop between threads.
 """
 
 import asyncio
@@ -183,12 +184,19 @@ async def _release_request_thread() -> None:
 
 
 def long_poll(view_class, *, groups: Callable[..., list[str]], finished: Callable[..., bool]):
-    """An async view around `view_class` (a DRF APIView with a GET detail answering
-    `finished`) that honours ?wait=. `groups(**kwargs)` names the channel groups announcing
-    a change, `finished(**kwargs)` re-reads whether it is finished."""
+    """The view of `view_class` (a DRF APIView with a GET detail answering `finished`) that
+    honours ?wait=. `groups(**kwargs)` names the channel groups announcing a change,
+    `finished(**kwargs)` re-reads whether it is finished.
+
+    Two twins: the sync view returned answers every request without `wait` as any DRF view
+    does, on the thread it runs on; the async one (`.waiting` of it) waits. The web sends
+    the requests with `wait` to Django's ASGI handler, which resolves them in
+    controlplane/urls_waiting.py, where each long-poll view is its async twin (a waiting
+    client holds no thread). Where the sync twin gets a `wait` (a WSGI server, the test
+    client) it runs the async one on its own thread, which waits with it."""
     inner = view_class.as_view()
 
-    async def view(request, **kwargs):
+    async def waiting(request, **kwargs):
         if request.method != "GET":
             return await _here(inner)(request, **kwargs)
         try:
@@ -210,6 +218,12 @@ def long_poll(view_class, *, groups: Callable[..., list[str]], finished: Callabl
         await wait_for_change(names, seconds, lambda: finished(**kwargs), sync=sync)
         return await _here(inner)(request, **kwargs)
 
+    def view(request, **kwargs):
+        if request.method == "GET" and "wait" in request.GET:
+            return async_to_sync(waiting)(request, **kwargs)
+        return inner(request, **kwargs)
+
     view.cls = view_class  # what drf-spectacular reads to document the operation
     view.initkwargs = {}
+    view.waiting = csrf_exempt(waiting)
     return csrf_exempt(view)

@@ -1,6 +1,6 @@
 """ASGI entry point: plain HTTP requests through Django's sync handler on a pool of threads
-(controlplane/sync_http.py), long-polls through Django's ASGI handler, websockets through
-Channels with auth."""
+(controlplane/sync_http.py), long-polls through Django's ASGI handler (resolved in
+controlplane/urls_waiting.py), websockets through Channels with auth."""
 
 import gc
 import os
@@ -9,7 +9,7 @@ from django.core.asgi import get_asgi_application
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
-django_asgi_app = get_asgi_application()
+get_asgi_application()  # sets Django up; the requests that wait get a handler of their own
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
@@ -21,7 +21,7 @@ from controlplane.body_limit import BodyLimitMiddleware  # noqa: E402
 from controlplane.daphne_limits import install as install_daphne_limits  # noqa: E402
 from controlplane.db_pool import ConnectionsGivenBack, publisher_start  # noqa: E402
 from controlplane.outages import WebsocketOutageGuard  # noqa: E402
-from controlplane.sync_http import SyncHttp  # noqa: E402
+from controlplane.sync_http import SyncHttp, WaitingHandler  # noqa: E402
 from controlplane.ws_routes import websocket_urlpatterns  # noqa: E402
 
 GC_YOUNG_THRESHOLD = 50_000
@@ -36,7 +36,7 @@ application = ProtocolTypeRouter(
         "http": BodyLimitMiddleware(
             SyncHttp(
                 get_wsgi_application(),
-                ConnectionsGivenBack(django_asgi_app),
+                ConnectionsGivenBack(WaitingHandler()),
                 threads=settings.SWITCHYARD_WEB_THREADS,
             )
         ),

@@ -14,7 +14,9 @@ wait on the loop: the thread finishes its request and gives its connection back 
 and a slow reader holds no thread and no connection (the answer is bytes by then).
 
 What needs the loop stays on Django's ASGI handler (`is_async`): a long-poll (`?wait=`,
-accounts/waits.py) parks on the channel layer without a thread. Websockets never come here.
+accounts/waits.py) parks on the channel layer without a thread. Those requests resolve in
+controlplane/urls_waiting.py (`WaitingHandler`), where each long-poll view is its async
+twin; everywhere else it is a plain sync view. Websockets never come here.
 
 The pool has as many threads as the process's database pool has connections
 (SWITCHYARD_DATABASE_POOL_SIZE; SWITCHYARD_WEB_THREADS sets another count), so a request
@@ -31,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import IO
 
 from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 
 SPOOL_IN_MEMORY = 2 * 1024 * 1024
 
@@ -39,6 +42,17 @@ def is_async(scope: dict) -> bool:
     """Requests Django's ASGI handler serves: long-polls (`wait=` in the query)."""
     query = scope.get("query_string", b"")
     return query.startswith(b"wait=") or b"&wait=" in query
+
+
+class _WaitingRequest(ASGIRequest):
+    urlconf = "controlplane.urls_waiting"  # Django's resolve_request reads it
+
+
+class WaitingHandler(ASGIHandler):
+    """Django's ASGI handler for the requests that wait: they resolve in
+    controlplane/urls_waiting.py."""
+
+    request_class = _WaitingRequest
 
 
 def environ_of(scope: dict, body: IO[bytes]) -> dict:
