@@ -154,6 +154,9 @@ def _writer(field: drf_fields.Field) -> Row:
         return lambda value: value if value == "" else choices.get(str(value), value)
     if kind is drf_fields.DateTimeField:
         return _datetime_writer(field)
+    if kind is drf_fields.ListField:
+        item = _writer(field.child)
+        return lambda value: [None if v is None else item(v) for v in value]
     return own
 
 

@@ -88,6 +88,8 @@ class Everything(serializers.Serializer):
     missing_optional = serializers.CharField(source="absent", required=False)
     gone = serializers.CharField(source="missing.gone")
     listed = serializers.ListField(child=serializers.IntegerField())
+    listed_text = serializers.ListField(child=serializers.CharField(), source="listed")
+    listed_nested = serializers.ListField(child=Inner(), source="nested_many")
     decimal = serializers.DecimalField(max_digits=5, decimal_places=2, source="f")
 
     def get_method(self, obj) -> str:
@@ -106,7 +108,7 @@ def _thing(i: int, **more) -> Thing:
         day=dt.date(2026, 1, 1 + i), nothing=None, nested=Thing(a=i, b=f"b{i}"),
         nested_none=None, nested_many=[Thing(a=i), {"a": i + 1, "b": "dict"}],
         mapping={"key": f"v{i}"}, call_me=lambda i=i: f"called {i}",
-        part=functools.partial(_plus, i), missing=Missing(), listed=[i, i + 1],
+        part=functools.partial(_plus, i), missing=Missing(), listed=[i, None, i + 1],
     )  # fmt: skip
     values.update(more)
     return Thing(**values)
