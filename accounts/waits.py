@@ -6,7 +6,7 @@ a save of the resource sends (`notify_changed`, after the commit), re-reads, and
 soon as the resource is finished or the wait is up. A cheap re-check every `RECHECK_S`
 covers a lost message. Under ASGI (daphne) a waiting client holds no thread: the view's
 sync parts (authentication, permissions, the read) borrow the loop's shared pool and give
-the thread back before the wait. A request without `wait` is a plain sync view's
+the thread back before the wait. A request without `wait` goes to a plain sync view
 (`long_poll`): no event loop of its own, no hop between threads.
 """
 

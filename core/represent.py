@@ -4,8 +4,8 @@
 attribute (`Field.get_attribute`: a source walk, a Mapping check, a callable check, an
 exception handler) and then for its representation (a DateTimeField looks up the current
 time zone and the output format again for each value). A page of 100 rows of 20 fields
-costs some 2,000 of those walks, about a third of a list's CPU in the web process
-(bench/README.md, api_scale).
+costs some 2,000 of those walks: about a fifth of a plain DRF list's CPU in the web process,
+more for the product's lists of nested rows (bench/README.md, api_scale).
 
 `rows(serializer_class, items)` answers the same list: it binds the serializer's fields
 once, as DRF does, and compiles each into a getter and a writer once per call, with what
