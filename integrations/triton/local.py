@@ -17,7 +17,6 @@ no Django. Facts this relies on are in docs/TRITON.md §launcher:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import http.client
 import os
 import re
@@ -33,6 +32,8 @@ from dataclasses import dataclass, field
 from importlib import util as importlib_util
 from pathlib import Path
 
+from integrations.triton import private_tmp
+from integrations.triton.private_tmp import PrivateTmp
 from integrations.triton.restricted import NodeKey
 
 LOOPBACK = "127.0.0.1"
@@ -174,7 +175,8 @@ def _shm_regions_of_group(pgid: int) -> set[str]:
 
 # Triton writes a model loaded by upload into a folder of its own under /tmp (this name, not
 # TMPDIR), removed when the model unloads or the server exits cleanly; a killed server
-# leaves it. Its python stubs name it on their command line.
+# leaves it. Its python stubs name it on their command line. A node in a namespace of its
+# own (private_tmp.py) writes them into its own folder instead.
 UPLOAD_FOLDER = re.compile(r"^/tmp/folder[A-Za-z0-9]{6}$")  # noqa: S108 - Triton's own names
 
 
@@ -239,9 +241,18 @@ def _remove_unmapped(regions: set[str]) -> None:
 def _die_with_parent() -> None:
     """In the child: start a new session and get SIGTERM if the launcher dies (Linux)."""
     os.setsid()
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if private_tmp.LIBC is not None:  # loaded before the fork: no dlopen in the child
+        private_tmp.LIBC.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _child_setup(tmp: PrivateTmp):
+    """The child's set-up before exec: its own session, death with the launcher, its own /tmp."""
+
+    def setup() -> None:
+        _die_with_parent()
+        tmp.enter(private_tmp.LIBC)
+
+    return setup
 
 
 @dataclass
@@ -257,6 +268,8 @@ class LocalNode:
     process: subprocess.Popen | None = field(default=None, repr=False)
     # The key its restricted APIs ask for; None: an open node (anyone may load and unload).
     node_key: NodeKey | None = field(default=None, repr=False)
+    # Its own /tmp while it runs in a mount namespace of its own; None: the host's /tmp.
+    private_tmp: PrivateTmp | None = field(default=None, repr=False)
 
     @property
     def http_url(self) -> str:
@@ -300,13 +313,31 @@ class LocalNode:
         finally:
             conn.close()
 
+    def upload_folders(self) -> set[str]:
+        """The upload folders its python stubs use now, as paths on this side."""
+        if self.process is None:
+            return set()
+        folders = _upload_folders_of_group(self.process.pid)
+        if self.private_tmp is None:
+            return folders
+        return {self.private_tmp.upload_folder(f) for f in folders}
+
+    def _clean_after_exit(self, regions: set[str], folders: set[str]) -> None:
+        """Once no process of the node is left: what a killed server or stub leaves."""
+        _remove_unmapped(regions)
+        if self.private_tmp is not None:
+            self.private_tmp.clean()  # every upload folder of the node, named or not
+        else:
+            _remove_upload_folders(folders)  # a clean exit removed them: only a kill's are left
+        self.process = None
+
     def stop(self, timeout_s: float = 15.0) -> None:
         """SIGTERM the node's process group (server and python stubs), SIGKILL if it lingers."""
         proc = self.process
         if proc is None:
             return
         regions = _shm_regions_of_group(proc.pid)
-        folders = _upload_folders_of_group(proc.pid)
+        folders = self.upload_folders()
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -320,9 +351,7 @@ class LocalNode:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         _wait_group_gone(proc.pid)
-        _remove_unmapped(regions)
-        _remove_upload_folders(folders)  # a clean exit removed them: only a kill's are left
-        self.process = None
+        self._clean_after_exit(regions, folders)
 
 
 @dataclass
@@ -344,14 +373,12 @@ class LocalCluster:
         """SIGKILL a node and its python stubs, as a crash would (for fault tests)."""
         if node.process is not None:
             regions = _shm_regions_of_group(node.process.pid)
-            folders = _upload_folders_of_group(node.process.pid)
+            folders = node.upload_folders()
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(node.process.pid, signal.SIGKILL)
             node.process.wait(timeout=10)
             _wait_group_gone(node.process.pid)
-            _remove_unmapped(regions)
-            _remove_upload_folders(folders)
-            node.process = None
+            node._clean_after_exit(regions, folders)
 
     def restart(self, node: LocalNode, start_timeout_s: float = 60.0) -> None:
         """Start a stopped or killed node again on its ports; it comes back empty."""
@@ -457,16 +484,21 @@ def start_node(
     args = server_args(
         node, backends_dir, metrics_interval_ms=metrics_interval_ms, extra=extra_args
     )
+    home = node.log_path.parent
+    argv = [str(install.binary), *args]
+    env = server_environment(install, home)
+    tmp = PrivateTmp.plan(home / "tmp", argv, env, home)
     with open(node.log_path, "ab") as log:
         node.process = subprocess.Popen(
-            [str(install.binary), *args],
+            argv,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=server_environment(install, node.log_path.parent),
-            cwd=node.log_path.parent,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads spawned before exec
+            env=env,
+            cwd=home,
+            preexec_fn=_child_setup(tmp),  # noqa: PLW1509 - no locks taken, only syscalls
         )
+    node.private_tmp = tmp if tmp.serves(node.process.pid) else None
 
 
 def start_cluster(

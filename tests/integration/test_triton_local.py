@@ -4,6 +4,7 @@ import dataclasses
 import os
 import secrets
 import socket
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -172,23 +173,55 @@ def test_stop_leaves_no_processes(tmp_path):
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_a_stopped_or_killed_node_leaves_no_shared_memory_or_upload_folder_behind(tmp_path, how):
     """A python model's stub shares memory with the server through /dev/shm files, and a
-    model loaded by upload lives in a /tmp/folderXXXXXX of Triton's own; a killed server
-    (fault tests) or a stub ended by its group's signal never removes them."""
+    model loaded by upload lives in a folderXXXXXX of Triton's own in /tmp (the node's own
+    /tmp where it may have one); a killed server (fault tests) or a stub ended by its
+    group's signal never removes them, and a load that keeps an older version's stub makes
+    folders no process names."""
     cluster = start_cluster(1, tmp_path)
     node = cluster.nodes[0]
+    name = f"risk_score_shm_{how}"
     try:
-        _load(node, "risk_score", name=f"risk_score_shm_{how}", version=1)
+        _load(node, "risk_score", name=name, version=1)
+        _load(node, "risk_score", name=name, version=2)
         regions = local_module._shm_regions_of_group(node.process.pid)
         assert regions, "the loaded python model maps no shared memory"
-        folders = local_module._upload_folders_of_group(node.process.pid)
-        assert len(folders) == 1, folders  # the upload's folder, named by its stub
-        assert Path(next(iter(folders)), "1", "model.py").is_file()
+        folders = node.upload_folders()
+        assert folders, "no stub names an upload folder"
+        assert all(Path(f).is_dir() for f in folders), folders
+        if node.private_tmp is not None:  # CAP_SYS_ADMIN: the node's /tmp is its own folder
+            home_tmp = tmp_path / node.name / "tmp"
+            assert all(Path(f).parent == home_tmp for f in folders), folders
         if how == "kill":
             cluster.kill(node)
     finally:
         cluster.stop()
     assert not [r for r in regions if Path(r).exists()]
     assert not [f for f in folders if Path(f).exists()]
+    if node.private_tmp is not None:  # nor one that no stub named
+        assert not list((tmp_path / node.name / "tmp").glob("folder*"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs CAP_SYS_ADMIN")
+def test_as_root_a_node_writes_uploads_into_its_own_tmp_and_sees_no_other_tmp_entry(tmp_path):
+    """Model code runs in the node's own /tmp: the host's entries (a folder this test puts
+    there) are out of its sight, and what Triton writes there never reaches the host's."""
+    marker = Path(tempfile.mkdtemp(prefix="switchyard-host-"))
+    try:
+        with start_cluster(1, tmp_path) as cluster:
+            node = cluster.nodes[0]
+            assert node.private_tmp is not None
+            inside = set(os.listdir(f"/proc/{node.process.pid}/root/tmp"))
+            assert marker.name not in inside
+            if tmp_path.parts[1] == "tmp":  # the entry holding the repository is bound in
+                assert tmp_path.parts[2] in inside
+            _load(node, "risk_score", name="risk_score_own_tmp", version=1)
+            (folder,) = node.upload_folders()
+            assert Path(folder).parent == tmp_path / node.name / "tmp"
+            assert Path(folder, "1", "model.py").is_file()
+            assert not Path(marker.parent, Path(folder).name).exists()  # not the host's /tmp
+    finally:
+        marker.rmdir()
+    assert not list((tmp_path / node.name / "tmp").glob("folder*"))
 
 
 def test_a_node_started_with_a_key_restricts_control_and_never_logs_the_key(tmp_path):
