@@ -12,9 +12,16 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 Result = Literal["pass", "fail", "inconclusive"]
+
+def _stats():
+    """scipy.stats, imported on the first judgement: it costs a quarter of a second of CPU
+    that every process importing this module (web, workers, commands) would pay at start."""
+    from scipy import stats
+
+    return stats
+
 
 # Points of success a candidate may fall below a worse baseline (the gates and the guard).
 SUCCESS_MARGIN_PCT = 0.5
@@ -436,7 +443,7 @@ def mann_whitney_greater(x: Sequence[float], y: Sequence[float]) -> float | None
         return None
     if np.ptp(np.concatenate([np.asarray(x, float), np.asarray(y, float)])) == 0:
         return 1.0  # all equal: nothing suggests x is larger (scipy would return nan)
-    result = stats.mannwhitneyu(x, y, alternative="greater", method="asymptotic")
+    result = _stats().mannwhitneyu(x, y, alternative="greater", method="asymptotic")
     return float(result.pvalue)
 
 
@@ -448,7 +455,7 @@ def two_proportion_greater(e1: int, n1: int, e2: int, n2: int) -> float | None:
     se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
     if se == 0:
         return 1.0
-    return float(stats.norm.sf((e1 / n1 - e2 / n2) / se))
+    return float(_stats().norm.sf((e1 / n1 - e2 / n2) / se))
 
 
 def _n(x: float) -> str:
@@ -618,14 +625,15 @@ def van_elteren_greater(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]
         n, m = len(cand), len(base)
         if not n or not m:
             continue
-        ranks = stats.rankdata(np.concatenate([np.asarray(cand, float), np.asarray(base, float)]))
+        both = np.concatenate([np.asarray(cand, float), np.asarray(base, float)])
+        ranks = _stats().rankdata(both)
         u = float(ranks[:n].sum()) - n * (n + 1) / 2.0
         weight = 1.0 / (n + m + 1)
         total, mean = total + weight * u, mean + weight * n * m / 2.0
         var += weight**2 * n * m * (n + m + 1) / 12.0
     if var <= 0:
         return None
-    return float(stats.norm.sf((total - mean) / math.sqrt(var)))
+    return float(_stats().norm.sf((total - mean) / math.sqrt(var)))
 
 
 def _stream_check(label, candidate, baseline, tolerance, alpha, margin, sizes=None):

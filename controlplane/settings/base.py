@@ -20,7 +20,6 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhos
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
-    "daphne",
     "accounts.admin_site.SwitchyardAdminConfig",  # django.contrib.admin, sign-in throttled
     "django.contrib.auth",
     "django.contrib.contenttypes",
