@@ -126,6 +126,37 @@ def _signal_name(code: int | None) -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _flush_by_delete():
+    """A transactional test ends with Django's flush: one TRUNCATE of every table, about
+    0.3 s of PostgreSQL each time (new files for every relation, synced at its commit),
+    against 0.02 s for a DELETE of the few rows a test leaves. The same tables are emptied
+    the same way otherwise: in one transaction, Django's foreign keys checked at its commit,
+    sequences left as they are, post_migrate sent after as before. Tables whose triggers
+    refuse a DELETE (the append-only audit log) are truncated as before."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences or allow_cascade or not tables:
+            return truncate(
+                self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
+            )
+        with self.connection.cursor() as cursor:  # append-only tables refuse a DELETE
+            cursor.execute("SELECT DISTINCT tgrelid::regclass::text FROM pg_trigger "
+                           "WHERE NOT tgisinternal")  # fmt: skip
+            guarded = {name.strip('"') for (name,) in cursor.fetchall()}
+        deleted = [t for t in tables if t not in guarded]
+        statements = ["SET CONSTRAINTS ALL DEFERRED"]
+        statements += [f"{style.SQL_KEYWORD('DELETE FROM')} {self.quote_name(t)}" for t in deleted]
+        return statements + truncate(self, style, [t for t in tables if t in guarded])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DatabaseOperations, "sql_flush", sql_flush)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _own_traffic_counters_left_behind():
     """Probes, warm-ups and smoke tests of the session count their requests in the test
     Redis (deployments/own_traffic.py): none of those counters outlives the session."""
