@@ -15,6 +15,7 @@ import numpy as np
 
 Result = Literal["pass", "fail", "inconclusive"]
 
+
 def _stats():
     """scipy.stats, imported on the first judgement: it costs a quarter of a second of CPU
     that every process importing this module (web, workers, commands) would pay at start."""
