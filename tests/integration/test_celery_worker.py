@@ -15,6 +15,7 @@ def test_task_runs_in_a_real_worker_and_writes_to_postgresql(celery_worker):
         ignore_result=False,  # no task keeps its result unless the caller asks
     )
     event_id = result.get(timeout=30)
+    result.forget()  # its result key goes now, not in CELERY_RESULT_EXPIRES
     event = AuditEvent.objects.get(pk=event_id)
     assert event.action == "system.selftest"
     assert event.actor is None and event.actor_username == ""
@@ -35,6 +36,7 @@ def test_tasks_queued_for_rows_deleted_since_finish_quietly(celery_worker):
     deploy = run_deployment.apply_async(args=[gone], **keep)
     smoke = smoke_validate.apply_async(args=[gone], **keep)
     assert (deploy.get(timeout=30), smoke.get(timeout=30)) == ("gone", None)
+    deploy.forget(), smoke.forget()
     wait_for(
         lambda: f"Task releases.tick[{ticked.id}] succeeded" in celery_worker.log.read_text(),
         timeout_s=30,

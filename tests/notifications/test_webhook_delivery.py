@@ -193,9 +193,9 @@ def test_a_failed_delivery_is_retried_by_the_worker_and_the_log_shows_it(
     with Receiver(statuses=[500, 503]) as receiver:
         hook = webhook_create(actor=rita, url=receiver.url, secret=SECRET, events=["alert.fired"])
         _fire(7)
-        queued = scan_outbox.apply_async(queue=fast_retry_worker.queue, ignore_result=False).get(
-            timeout=30
-        )
+        scanned = scan_outbox.apply_async(queue=fast_retry_worker.queue, ignore_result=False)
+        queued = scanned.get(timeout=30)
+        scanned.forget()  # its result key goes now, not in an hour
         assert queued == 1
         got = receiver.wait_for(3)
         deadline = time.monotonic() + 30
@@ -203,12 +203,9 @@ def test_a_failed_delivery_is_retried_by_the_worker_and_the_log_shows_it(
             assert time.monotonic() < deadline, "the delivery was never marked delivered"
             time.sleep(0.1)
         # Scanned again (as the beat does every 2 s): nothing is sent twice.
-        assert (
-            scan_outbox.apply_async(queue=fast_retry_worker.queue, ignore_result=False).get(
-                timeout=30
-            )
-            == 0
-        )
+        again = scan_outbox.apply_async(queue=fast_retry_worker.queue, ignore_result=False)
+        assert again.get(timeout=30) == 0
+        again.forget()
         time.sleep(1.0)
         assert len(receiver.requests) == 3
     assert [r.status for r in got] == [500, 503, 200]
