@@ -9,9 +9,16 @@
   var MARKERS_UP_TO = 300;
   window.cockpitCountdown = true;  // console.js leaves [data-next-check] to this page
 
-  function value(m, metric, seconds) {
-    if (metric === "rps") return m.requests != null && seconds ? m.requests / seconds : null;
-    return m[metric];
+  // A role's measures come as columns, one value per interval; a column no interval has is
+  // left out (null throughout).
+  function column(measures, metric, seconds, n) {
+    var values = measures[metric === "rps" ? "requests" : metric] || [];
+    var out = [];
+    for (var i = 0; i < n; i++) {
+      var v = values[i] == null ? null : values[i];
+      out.push(metric === "rps" ? (v != null && seconds[i] ? v / seconds[i] : null) : v);
+    }
+    return out;
   }
 
   function draw(el, data) {
@@ -20,7 +27,7 @@
     var seconds = data.seconds || [];
     var results = data.results || [];
     var series = function (role, name, color) {
-      return {x: times, y: data[role].map(function (m, i) { return value(m, metric, seconds[i]); }),
+      return {x: times, y: column(data[role] || {}, metric, seconds, times.length),
               name: name, mode: "lines+markers", line: {color: color}};
     };
     var candidate = series("candidate", "candidate", "#0d6efd");
