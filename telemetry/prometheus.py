@@ -31,6 +31,9 @@ _RATES = {
     "compute_output_us": "nv_inference_compute_output_duration_us",
     "inference_count": "nv_inference_count",
     "exec_count": "nv_inference_exec_count",
+    # A generative model's own count (the vLLM backend's name; examples/token_stream too):
+    # absent for a model that counts none.
+    "output_tokens": "vllm:generation_tokens_total",
 }
 _GAUGES = {
     "cpu": "nv_cpu_utilization",
@@ -103,6 +106,7 @@ def _series(key, r: dict[str, dict], failures: dict[str, float], dt_s: float) ->
     total = ok + sum(failures.values())
     compute = [r[f"compute_{p}_us"].get(key) for p in ("input", "infer", "output")]
     p99 = r["p99"].get(key)
+    tokens = r["output_tokens"].get(key)
     return ModelInterval(
         model=key[1],
         version=key[2],
@@ -118,6 +122,8 @@ def _series(key, r: dict[str, dict], failures: dict[str, float], dt_s: float) ->
         avg_queue_ms=_div(r["queue_us"].get(key), ok, 1e-3),
         avg_compute_ms=None if None in compute else _div(sum(compute), ok, 1e-3),
         avg_batch_size=_div(r["inference_count"].get(key), r["exec_count"].get(key)),
+        output_tokens_rate=tokens,
+        output_tokens_per_request=_div(tokens, total),
     )
 
 
@@ -132,6 +138,7 @@ def _delta(s: ModelInterval, r: dict[str, dict], key, dt_s: float) -> SeriesDelt
         queue_us=r["queue_us"].get(key, 0.0) * dt_s,
         compute_us=compute * dt_s,
         p99_ms=s.p99_ms,
+        output_tokens=(s.output_tokens_rate or 0.0) * dt_s,
     )
 
 

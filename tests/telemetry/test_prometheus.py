@@ -6,7 +6,9 @@ import http.client
 import json
 import shutil
 import subprocess
+import threading
 import time
+import urllib.request
 import uuid
 from urllib.parse import urlsplit
 
@@ -34,6 +36,9 @@ def test_queries_select_the_cluster_instances_and_rate_over_a_few_intervals():
         '{instance=~"127\\\\.0\\\\.0\\\\.1:8002|127\\\\.0\\\\.0\\\\.1:9002"}[6s]))'
     )
     assert 'quantile="0.99"' in queries["p99"] and queries["up"].startswith("up{")
+    assert queries["output_tokens"].startswith(
+        "sum by (instance, model, version) (rate(vllm:generation_tokens_total{instance=~"
+    )
     assert "reason" in queries["failure"]
 
 
@@ -50,6 +55,7 @@ def test_assemble_gives_the_collector_numbers_and_marks_down_nodes_stale():
         queue_us=parse_vector(answer((s, "800"))),
         p99=parse_vector(answer((s, "9500"))),
         pending=parse_vector(answer((s, "1"))),
+        output_tokens=parse_vector(answer((s, "55"))),
         cpu=parse_vector(answer(({"instance": a}, "0.25"))),
         up=parse_vector(answer(({"instance": a}, "1"), ({"instance": b}, "0"))),
     )
@@ -60,6 +66,8 @@ def test_assemble_gives_the_collector_numbers_and_marks_down_nodes_stale():
     assert series.avg_queue_ms == 0.1 and series.p99_ms == 9.5 and series.pending == 1
     assert series.failures == {"BACKEND": 4.0} and first.stats.cpu_utilization == 0.25
     assert first.deltas[("risk", "3")].requests == 20.0
+    assert series.output_tokens_rate == 55.0 and series.output_tokens_per_request == 5.5
+    assert first.deltas[("risk", "3")].output_tokens == 110.0
     assert second.stats is None and second.node == "n2"  # up == 0: stale
 
 
@@ -113,11 +121,23 @@ def prometheus(triton_cluster, tmp_path):
         stop_process(proc)
 
 
+def _streaming(node, name: str, stop: threading.Event) -> None:
+    """One stream at a time of 11 tokens to the example decoupled model (it counts them)."""
+    body = json.dumps({"PROMPT": "a ticket", "MAX_TOKENS": 11}).encode()
+    url = f"{node.http_url}/v2/models/{name}/generate_stream"
+    while not stop.is_set():
+        request = urllib.request.Request(url, data=body, method="POST")  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+            answer.read()
+
+
 @pytest.mark.triton
 def test_prometheus_mode_gives_the_same_rates_as_direct_scraping(triton_cluster, prometheus):
+    """Requests a second of a model and output tokens a second of a streaming one."""
     nodes = triton_cluster.nodes
-    name = f"prom_{uuid.uuid4().hex[:8]}"
+    name, streamed = f"prom_{uuid.uuid4().hex[:8]}", f"promtok_{uuid.uuid4().hex[:8]}"
     config = load_example(nodes, example="risk_score", name=name, versions=[1])
+    load_example(nodes, example="token_stream", name=streamed, versions=[1])
     instances = tuple((urlsplit(n.metrics_url).netloc, n.name) for n in nodes)
     direct = Collector([ScrapeSource([Target("c", n.name, n.metrics_url) for n in nodes])])
     # Triton refreshes its counters once a second, so any rate over a window is off by up to
@@ -125,28 +145,39 @@ def test_prometheus_mode_gives_the_same_rates_as_direct_scraping(triton_cluster,
     # (interval 10 s x 3) keeps that quantisation well inside the 5 % compared here.
     via_prom = Collector([PrometheusSource(PrometheusCluster("c", prometheus, instances), 10.0)])
 
-    def rate(payloads: dict) -> float:
-        (point,) = [
+    def point(payloads: dict, model: str) -> dict:
+        (found,) = [
             p
             for p in payloads["cluster-c"]
-            if p["type"] == "point" and p["node"] == "" and p["model"] == name
+            if p["type"] == "point" and p["node"] == "" and p["model"] == model
         ]
-        return point["request_rate"]
+        return found
 
-    async def measure() -> tuple[float, float]:
+    async def measure() -> tuple[dict, dict]:
         start = time.time()
         await direct.tick(start)
         await asyncio.sleep(30.0)  # the same 30 s window as rate(...[30s]) below
         now = time.time()
-        scraped = rate(await direct.tick(now))
+        scraped = await direct.tick(now)
         await asyncio.sleep(1.5)  # let Prometheus scrape the last second
-        return scraped, rate(await via_prom.tick(now))
+        return scraped, await via_prom.tick(now)
 
+    stop = threading.Event()
+    client = threading.Thread(target=_streaming, args=(nodes[0], streamed, stop))
     try:
         with traffic(nodes, name, config, version="1", rps=40):
+            client.start()
             time.sleep(4)  # Prometheus has the series before the window starts
             scraped, queried = in_thread(asyncio.run, measure())
-        assert scraped > 20
-        assert queried == pytest.approx(scraped, rel=0.05)
+        rate = point(scraped, name)["request_rate"]
+        assert rate > 20
+        assert point(queried, name)["request_rate"] == pytest.approx(rate, rel=0.05)
+        tokens = point(scraped, streamed)["tokens_per_s"]
+        assert tokens > 10  # tens of tokens a second, one stream at a time
+        assert point(queried, streamed)["tokens_per_s"] == pytest.approx(tokens, rel=0.1)
+        assert point(queried, name)["tokens_per_s"] is None  # a model that counts none
     finally:
+        stop.set()
+        client.join(30)
         unload(nodes, name)
+        unload(nodes, streamed)
