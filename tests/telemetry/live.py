@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import urllib.request
 from contextlib import contextmanager
 
 from demo.traffic import Traffic, TrafficTarget, request_body
@@ -13,6 +14,17 @@ from deployments.models import TritonCluster, TritonNode
 from telemetry.runner import CollectorRunner
 from tests.exampledata import example_config_json, example_files
 from tests.nodes import keyed_client
+
+
+def streaming(node, name: str, stop: threading.Event) -> None:
+    """Streams of 11 tokens to the example decoupled model (it counts them), one at a time,
+    until `stop` is set."""
+    body = json.dumps({"PROMPT": "a ticket", "MAX_TOKENS": 11}).encode()
+    url = f"{node.http_url}/v2/models/{name}/generate_stream"
+    while not stop.is_set():
+        request = urllib.request.Request(url, data=body, method="POST")  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+            answer.read()
 
 
 def db_cluster(name: str, nodes, **fields) -> TritonCluster:

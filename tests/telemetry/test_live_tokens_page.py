@@ -2,15 +2,19 @@
 real Triton node, counts its tokens, and the real collector's points draw its output
 tokens a second on a chart of their own (static/console/live.js `chart-tokens`)."""
 
-import json
 import threading
-import urllib.request
 import uuid
 
 import pytest
 
 from models_registry.models import Model, ModelVersion, Team
-from tests.telemetry.live import db_cluster, load_example, running_collector, unload
+from tests.telemetry.live import (
+    db_cluster,
+    load_example,
+    running_collector,
+    streaming,
+    unload,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.triton, pytest.mark.django_db(transaction=True)]
 
@@ -27,15 +31,6 @@ def _registered(name: str, config: dict) -> None:
     )  # fmt: skip
 
 
-def _streaming(node, name: str, stop: threading.Event) -> None:
-    body = json.dumps({"PROMPT": "a ticket", "MAX_TOKENS": 11}).encode()
-    url = f"{node.http_url}/v2/models/{name}/generate_stream"
-    while not stop.is_set():
-        request = urllib.request.Request(url, data=body, method="POST")  # noqa: S310
-        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
-            answer.read()
-
-
 def test_a_streaming_models_live_page_charts_its_output_tokens(
     triton_cluster, daphne_server, page, make_user
 ):
@@ -47,7 +42,7 @@ def test_a_streaming_models_live_page_charts_its_output_tokens(
     assert config["model_transaction_policy"]["decoupled"] is True
     _registered(name, config)
     base, stop = f"http://{daphne_server}", threading.Event()
-    client = threading.Thread(target=_streaming, args=(nodes[0], name, stop))
+    client = threading.Thread(target=streaming, args=(nodes[0], name, stop))
     try:
         client.start()
         with running_collector(1.0):

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import threading
 import time
-import urllib.request
 import uuid
 from urllib.parse import urlsplit
 
@@ -19,7 +18,7 @@ from telemetry.collector import Collector, ScrapeSource, Target
 from telemetry.prometheus import PrometheusSource, assemble, build_queries, parse_vector
 from telemetry.selectors import PrometheusCluster
 from tests.conftest import in_thread, stop_process, wait_for
-from tests.telemetry.live import load_example, traffic, unload
+from tests.telemetry.live import load_example, streaming, traffic, unload
 
 
 def answer(*rows: tuple[dict, str]) -> str:
@@ -121,16 +120,6 @@ def prometheus(triton_cluster, tmp_path):
         stop_process(proc)
 
 
-def _streaming(node, name: str, stop: threading.Event) -> None:
-    """One stream at a time of 11 tokens to the example decoupled model (it counts them)."""
-    body = json.dumps({"PROMPT": "a ticket", "MAX_TOKENS": 11}).encode()
-    url = f"{node.http_url}/v2/models/{name}/generate_stream"
-    while not stop.is_set():
-        request = urllib.request.Request(url, data=body, method="POST")  # noqa: S310
-        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
-            answer.read()
-
-
 @pytest.mark.triton
 def test_prometheus_mode_gives_the_same_rates_as_direct_scraping(triton_cluster, prometheus):
     """Requests a second of a model and output tokens a second of a streaming one."""
@@ -163,7 +152,7 @@ def test_prometheus_mode_gives_the_same_rates_as_direct_scraping(triton_cluster,
         return scraped, await via_prom.tick(now)
 
     stop = threading.Event()
-    client = threading.Thread(target=_streaming, args=(nodes[0], streamed, stop))
+    client = threading.Thread(target=streaming, args=(nodes[0], streamed, stop))
     try:
         with traffic(nodes, name, config, version="1", rps=40):
             client.start()
