@@ -496,7 +496,7 @@ def start_node(
             stdin=subprocess.DEVNULL,
             env=env,
             cwd=home,
-            preexec_fn=_child_setup(tmp),  # noqa: PLW1509 - no locks taken, only syscalls
+            preexec_fn=_child_setup(tmp),  # noqa: PLW1509 - syscalls through a libc loaded before
         )
     node.private_tmp = tmp if tmp.serves(node.process.pid) else None
 
