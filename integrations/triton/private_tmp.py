@@ -11,7 +11,7 @@ Inside, /tmp holds only the top-level /tmp entries that the node's command line,
 and working folder name (the repository, the backends, the virtualenv when it lives in /tmp),
 bound in as they are, so writes to them on either side are seen on the other.
 
-Entering a namespace needs CAP_SYS_ADMIN (root, as in CI and the kits' containers). Without
+Entering a namespace needs CAP_SYS_ADMIN (root, as the suite runs in CI). Without
 it the node runs in the launcher's namespace, as before, and its folders are removed by what
 its stubs name (integrations/triton/local.py). Linux only.
 """
