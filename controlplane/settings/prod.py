@@ -9,6 +9,7 @@ import os
 
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
+from whitenoise.compress import Compressor
 
 from controlplane.env import DEV_SECRET_KEY, env
 
@@ -79,3 +80,6 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
+# Source maps (6 MB of Bootstrap's) are fetched only by a browser's developer tools: served
+# as they are, not compressed twice more at collectstatic (39 -> 18 s of it on 2 cores).
+WHITENOISE_SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "map")
