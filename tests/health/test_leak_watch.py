@@ -106,7 +106,8 @@ def test_a_node_whose_unloads_never_give_memory_back_is_flagged_and_a_clean_one_
     assert flagged.details["models"] == [leaky]
     assert flagged.details["rise_bytes"] > 4 * LEAK_MIB * 1024 * 1024
     assert "LD_PRELOAD" in flagged.details["remedy"] and leaky in flagged.summary
-    assert not Alert.objects.filter(kind="leak_suspected", cluster=clean_cluster).exists()
+    wrong = Alert.objects.filter(kind="leak_suspected", cluster=clean_cluster)
+    assert not wrong.exists(), ([a.details for a in wrong], _samples(clean))
 
 
 def _samples(model: str) -> str:
