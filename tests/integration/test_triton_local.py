@@ -186,8 +186,9 @@ def test_a_stopped_or_killed_node_leaves_no_shared_memory_or_upload_folder_behin
         regions = local_module._shm_regions_of_group(node.process.pid)
         assert regions, "the loaded python model maps no shared memory"
         folders = node.upload_folders()
-        assert folders, "no stub names an upload folder"
-        assert all(Path(f).is_dir() for f in folders), folders
+        # version 2's upload folder, and version 1's while its stub is still shutting down
+        assert 1 <= len(folders) <= 2, folders
+        assert any(Path(f, "2", "model.py").is_file() for f in folders), folders
         if node.private_tmp is not None:  # CAP_SYS_ADMIN: the node's /tmp is its own folder
             home_tmp = tmp_path / node.name / "tmp"
             assert all(Path(f).parent == home_tmp for f in folders), folders
@@ -218,7 +219,6 @@ def test_as_root_a_node_writes_uploads_into_its_own_tmp_and_sees_no_other_tmp_en
             (folder,) = node.upload_folders()
             assert Path(folder).parent == tmp_path / node.name / "tmp"
             assert Path(folder, "1", "model.py").is_file()
-            assert not Path(marker.parent, Path(folder).name).exists()  # not the host's /tmp
     finally:
         marker.rmdir()
     assert not list((tmp_path / node.name / "tmp").glob("folder*"))
