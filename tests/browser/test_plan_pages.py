@@ -32,10 +32,11 @@ def plan(make_user, settings, tmp_path):
     return found
 
 
-def test_a_second_release_manager_approves_a_wave_on_the_plan_page(live_server, page, plan):
+def test_a_second_release_manager_approves_a_wave_on_the_plan_page(plan, live_server, page):
     base = live_server.url
     login(page, base, "rita")
     page.click("a.nav-link:has-text('Plans')")
+    page.wait_for_url(f"{base}/plans/")  # the click waits for the navigation to start only
     assert page.locator("[data-testid=plan-table] tbody tr").count() == 1
     page.click(f"a[href='/plans/{plan.pk}/']")
     cells = page.locator("[data-testid=plan-cell]")
@@ -63,7 +64,7 @@ def test_a_second_release_manager_approves_a_wave_on_the_plan_page(live_server, 
     assert "remy asked to halt" in page.locator("#plan-grid").inner_text()
 
 
-def test_other_roles_read_a_plan_but_have_no_buttons(live_server, page, plan, make_user):
+def test_other_roles_read_a_plan_but_have_no_buttons(plan, make_user, live_server, page):
     make_user("ada2", role="algorithm")
     login(page, live_server.url, "ada2")
     page.goto(f"{live_server.url}/plans/{plan.pk}/")
