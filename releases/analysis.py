@@ -583,6 +583,27 @@ def tokens_rate_check(candidate: Sequence[float], min_per_s: float | None) -> Ch
     return Check("tokens_per_s_sla", passed, p5, min_per_s, text)
 
 
+def held_for_streams(
+    verdict: Verdict, streams: tuple[int, int], routed: tuple[int | None, int | None]
+) -> Verdict:
+    """A passing verdict made inconclusive where both versions stream but one of them has
+    fewer than TTFT_MIN_SAMPLES timed streams (`streams`: the candidate's and the baseline's
+    that did not fail; `routed`: their requests through the router): the stream checks
+    compared nothing, and a streaming candidate is judged on its streams. A version streams
+    when at least half its routed requests were streams, so a mostly-infer model whose
+    clients stream now and then is not held. Meant for an interval where both versions
+    serve at the step's weight (the tick leaves 100 % and the shadow out): a slow-token
+    candidate once passed its 50 % step in CI with too few streams to compare, then its
+    100 % step on the SLA alone."""
+    if verdict.result != "pass" or min(streams) >= TTFT_MIN_SAMPLES:
+        return verdict
+    both = all(s > 0 and 2 * s >= (r or 0) for s, r in zip(streams, routed, strict=True))
+    if not both:
+        return verdict
+    text = f"streams: candidate {streams[0]}, baseline {streams[1]} < {TTFT_MIN_SAMPLES} a side"
+    return Verdict("inconclusive", verdict.checks, f"inconclusive: {text}")
+
+
 # Streams are compared within strata of their size where sizes are known (a prompt's bytes
 # for the first token, a stream's for the time between tokens): at most this many strata,
 # cut at the pooled sizes' quantiles, each with at least STRATUM_MIN streams a side.

@@ -29,6 +29,7 @@ from releases.analysis import (
     caller_check,
     fast_guard,
     first_token_check,
+    held_for_streams,
     inter_token_check,
     latency_judge,
     noise_margins_ms,
@@ -313,6 +314,8 @@ def _verdict(release: Release, metrics: dict, now: float, *, started: float) -> 
     )
     verdict = _with_stream_checks(verdict, metrics, spec, knobs, release.sla or {})
     verdict, callers = _with_caller_checks(release, verdict)
+    if 0 < release.candidate_weight < 100:  # both versions serve at this weight
+        verdict = held_for_streams(verdict, *_stream_counts(metrics))
     release.last_analysis = events.analysis_payload(release, verdict, metrics, now, started=started)
     release.last_analysis["judge"] = {
         **p_values,
@@ -359,6 +362,14 @@ def _with_stream_checks(verdict, metrics: dict, spec, knobs, sla: dict):
     )  # fmt: skip
     verdict = with_check(verdict, between)
     return with_check(verdict, tokens_rate_check(cand.tokens_per_s, sla.get("min_tokens_per_s")))
+
+
+def _stream_counts(metrics: dict) -> tuple[tuple[int, int], tuple[int | None, int | None]]:
+    """(streams, routed requests) of the candidate and the baseline in an interval: the
+    streams its stream checks compare (`held_for_streams`)."""
+    roles = ("candidate", "baseline")
+    streams = tuple(len(metrics["first_token"][r]) for r in roles)
+    return streams, tuple(metrics[r].router_requests for r in roles)
 
 
 def _with_caller_checks(release: Release, verdict):

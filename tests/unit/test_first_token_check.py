@@ -7,6 +7,7 @@ from releases.analysis import (
     Check,
     Verdict,
     first_token_check,
+    held_for_streams,
     inter_token_check,
     size_strata,
     token_figures,
@@ -45,6 +46,20 @@ def test_one_more_check_fails_a_passing_interval_and_leaves_an_inconclusive_one(
     assert with_check(thin, failed) is thin and with_check(passed, None) is passed
     both = with_check(Verdict("fail", [], "errors 5%"), failed)
     assert both.reason == "errors 5%; p95 first token 80 > 1.5×40 ms"
+
+
+def test_a_passing_interval_with_too_few_streams_a_side_is_held_inconclusive():
+    passed = Verdict("pass", [], "success 100 ≥ 99")
+    held = held_for_streams(passed, (17, 31), (17, 31))
+    assert held.result == "inconclusive"
+    assert held.reason == "inconclusive: streams: candidate 17, baseline 31 < 20 a side"
+    assert held_for_streams(passed, (20, 20), (22, 20)) is passed  # enough to compare
+    failed = Verdict("fail", [], "success 90 < 99")
+    assert held_for_streams(failed, (3, 3), (4, 3)) is failed  # a failure stands
+    # A mostly-infer model whose clients stream now and then, or one side not streaming
+    # (the shadow: the router mirrors infer only), is not held.
+    assert held_for_streams(passed, (5, 4), (80, 70)) is passed
+    assert held_for_streams(passed, (0, 40), (30, 40)) is passed
 
 
 def test_a_pace_twice_as_slow_fails_by_the_same_rule():
