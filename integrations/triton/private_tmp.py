@@ -11,9 +11,12 @@ Inside, /tmp holds only the top-level /tmp entries that the node's command line,
 and working folder name (the repository, the backends, the virtualenv when it lives in /tmp),
 bound in as they are, so writes to them on either side are seen on the other.
 
-Entering a namespace needs CAP_SYS_ADMIN (root, as the suite runs in CI). Without
-it the node runs in the launcher's namespace, as before, and its folders are removed by what
-its stubs name (integrations/triton/local.py). Linux only.
+Entering a mount namespace needs CAP_SYS_ADMIN: root has it (as the suite runs in CI); any
+other user gets it inside a user namespace of the node's own, where the launcher's user id
+and group id map to themselves (files keep their owners, the node runs as that user). Where
+neither is allowed (a kernel or sandbox that refuses unprivileged user namespaces) the node
+runs in the launcher's namespace, as before, and its folders are removed by what its stubs
+name (integrations/triton/local.py). Linux only.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TMP = "/tmp"  # noqa: S108 - the path Triton writes to, replaced inside the namespace
-CLONE_NEWNS = 0x00020000
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 MNT_DETACH = 2
+PR_GET_DUMPABLE = 3
 UPLOAD_NAME = re.compile(r"^folder[A-Za-z0-9]{6}$")  # Triton's own names
 
 
@@ -58,6 +62,25 @@ def _top_level_entries(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def _own_user_namespace(libc: ctypes.CDLL) -> bool:
+    """In the child, without CAP_SYS_ADMIN: new user and mount namespaces, this process's
+    user and group ids mapped to themselves. False where the kernel refuses them, or where
+    this process may not write its own id maps (not dumpable: it changed its ids from
+    root's itself), with nothing changed then; a refused id map after that raises OSError,
+    which fails the node's start: a process whose own id is unmapped could not read its own
+    files."""
+    uid, gid = os.getuid(), os.getgid()
+    if libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1:
+        return False
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
+        return False
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):  # fmt: skip
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    return True
+
+
 @dataclass(frozen=True)
 class PrivateTmp:
     """The host folder that is the node's /tmp, and the host /tmp entries bound into it."""
@@ -75,7 +98,9 @@ class PrivateTmp:
     def enter(self, libc: ctypes.CDLL | None) -> None:
         """In the child, before exec: a mount namespace whose /tmp is `folder`. Any refusal
         leaves the child with the host's /tmp (`serves` tells the launcher which)."""
-        if libc is None or libc.unshare(CLONE_NEWNS) != 0:
+        if libc is None:
+            return
+        if libc.unshare(CLONE_NEWNS) != 0 and not _own_user_namespace(libc):
             return
         # Private first: a mount made while the copy still shares propagation would show up
         # on the host too.
