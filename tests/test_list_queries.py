@@ -1,15 +1,22 @@
 """No N+1: every main list, in the API and in the console, costs the same number of queries
-with 2 rows as with 20 (bench/api_scale.py measures how fast they are at 10,000)."""
+with 2 rows as with 20 (bench/api_scale.py measures how fast they are at 10,000), and so do
+the pages bench/dashboard_load.py loads, with more models serving on more nodes."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from rest_framework.test import APIClient
 
+from deployments.freezes import freeze_window_create
 from deployments.models import Deployment, TritonCluster, TritonNode
+from deployments.services import node_create, serving_state_set
+from models_registry.models import Model
 from models_registry.selectors import CHOICE_VERSIONS_PER_MODEL, version_chosen
+from releases.models import Release
 from tests.listing import Rows
 
 pytestmark = pytest.mark.django_db
@@ -66,6 +73,42 @@ def test_every_console_list_costs_the_same_queries_with_2_rows_as_with_20(rows, 
     rows.grow(18)
     many = {url: _queries(client.get, url) for url in CONSOLE_LISTS}
     assert many == few
+
+
+def _serving(rows, cluster: TritonCluster, count: int) -> None:
+    """`count` more of the rows' models serving on `cluster`, each on a node of its own,
+    and a freeze window each (the cluster page lists them)."""
+    now = timezone.now()
+    for _ in range(count):
+        rows.grow(1)
+        i = rows.made
+        model = Model.objects.get(name=f"listed_{i}")
+        serving_state_set(cluster=cluster, model=model, versions=[model.versions.get()])
+        node_create(
+            cluster=cluster, actor=rows.rita, name=f"n{i}", http_url=f"http://127.0.1.{i}:9"
+        )
+        start = now + timedelta(days=i)
+        freeze_window_create(
+            actor=rows.rita, reason=f"freeze {i}", cluster=cluster, starts_at=start,
+            ends_at=start + timedelta(hours=2),
+        )  # fmt: skip
+
+
+def test_the_pages_the_dashboard_loads_cost_the_same_queries_with_2_models_as_with_8(rows, client):
+    """The cluster page, its live page, the home, the model's live page and a release's
+    cockpit: 2 models serving on 2 nodes, then 8 on 8, with their alerts, deployments and
+    freezes."""
+    client.force_login(rows.rita)
+    cluster = TritonCluster.objects.get(name="list-prod")
+    _serving(rows, cluster, 2)
+    release = Release.objects.filter(cluster=cluster).order_by("id").first()
+    pages = ["/clusters/list-prod/", "/clusters/list-prod/live/", "/", "/models/listed/live/",
+             f"/releases/{release.pk}/"]  # fmt: skip
+    few = {url: _queries(client.get, url) for url in pages}
+    _serving(rows, cluster, 6)
+    many = {url: _queries(client.get, url) for url in pages}
+    assert many == few
+    assert cluster.nodes.count() == 8 and cluster.serving.count() == 8  # rows grew
 
 
 def test_the_deploy_and_release_forms_list_each_models_newest_and_take_a_typed_one(rows, client):
