@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.db import connection
 
-from accounts.roles import groups_read_once
+from accounts.roles import groups_known, with_group_names
 
 
 def connection_release() -> None:
@@ -44,6 +44,11 @@ class PoolFriendlyModelBackend(ModelBackend):
         return None
 
     def get_user(self, user_id):
-        """The session's user, loaded once per request: its roles are read once too."""
-        user = super().get_user(user_id)
-        return groups_read_once(user) if user is not None else None
+        """The session's user, loaded once per request with its group names in the same query
+        (every page checks its roles)."""
+        users = get_user_model()
+        try:
+            user = with_group_names(users._default_manager.all()).get(pk=user_id)
+        except users.DoesNotExist:
+            return None
+        return groups_known(user) if self.user_can_authenticate(user) else None
