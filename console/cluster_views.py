@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from accounts.roles import Role, user_has_role
 from core.shared import shared_value
 from deployments import selectors
-from deployments.freezes import cluster_freezes, cluster_frozen, freeze_overrides_open
+from deployments.freezes import cluster_freeze_view
 from deployments.node_status import cluster_status_refresh_request, cluster_status_stored
 from deployments.prices import change_values, price_history
 from deployments.services import DeploymentError, deployment_create, node_remove
@@ -167,9 +167,7 @@ def cluster_detail(request, name):
         "running_deployment": next((d for d in recent if not d.is_finished), None),
         "can_deploy": can_deploy,
         "deployable": version_choices() if can_deploy else [],  # only the form lists them
-        "freezes": cluster_freezes(cluster.name),
-        "frozen": cluster_frozen(cluster.name),
-        "overrides": freeze_overrides_open(cluster.name),
+        **cluster_freeze_view(cluster.name),  # freezes, frozen, overrides
     }
     return render(request, "console/clusters/detail.html", context)
 

@@ -53,17 +53,49 @@ def override_in_force(cluster_name: str, now: datetime | None = None) -> FreezeO
 def cluster_frozen(cluster_name: str, now: datetime | None = None) -> str:
     """Why `cluster_name` may not start or advance a change now ('' when it may)."""
     now = now or timezone.now()
-    held = frozen_until(_windows(cluster_name), cluster_name, now)
-    if held is None or override_in_force(cluster_name, now) is not None:
+    return _frozen_text(_windows(cluster_name), cluster_name, now, override_in_force)
+
+
+def _frozen_text(windows: list[Window], cluster_name: str, now: datetime, in_force) -> str:
+    """`cluster_frozen`'s answer from the windows read; `in_force(cluster_name, now)` is
+    asked only while a window holds."""
+    held = frozen_until(windows, cluster_name, now)
+    if held is None or in_force(cluster_name, now) is not None:
         return ""
     window, until = held
     return f"{cluster_name} is {describe(window, until)}"
 
 
-def cluster_freezes(cluster_name: str, now: datetime | None = None, limit: int = 5) -> list[dict]:
-    """The cluster's freezes holding now or coming next (pages): {reason, start, end, now,
-    fleet_wide, timezone}; and whether an override is in force, on the first."""
+def cluster_freeze_view(cluster_name: str, now: datetime | None = None) -> dict:
+    """What the cluster's page shows of its freezes, from one read of the windows and one of
+    the overrides: {"freezes": those holding now or coming next (`_upcoming_rows`), "frozen":
+    `cluster_frozen`'s answer, "overrides": `freeze_overrides_open`'s}."""
     now = now or timezone.now()
+    windows, overrides = _windows(cluster_name), freeze_overrides_open(cluster_name, now)
+    approved = [o for o in overrides if o.approved_at is not None and o.expires_at > now]
+
+    def in_force(*_) -> FreezeOverride | None:
+        return max(approved, key=lambda o: o.expires_at, default=None)
+
+    return {
+        "freezes": _upcoming_rows(windows, cluster_name, now),
+        "frozen": _frozen_text(windows, cluster_name, now, in_force),
+        "overrides": overrides,
+    }
+
+
+def cluster_freezes(cluster_name: str, now: datetime | None = None, limit: int = 5) -> list[dict]:
+    """The cluster's freezes holding now or coming next (pages and the API), as
+    `_upcoming_rows` gives them."""
+    now = now or timezone.now()
+    return _upcoming_rows(_windows(cluster_name), cluster_name, now, limit)
+
+
+def _upcoming_rows(
+    windows: list[Window], cluster_name: str, now: datetime, limit: int = 5
+) -> list[dict]:
+    """The cluster's freezes holding now or coming next: {id, reason, start, end, now,
+    fleet_wide, timezone}."""
     return [
         {
             "id": w.id,
@@ -74,7 +106,7 @@ def cluster_freezes(cluster_name: str, now: datetime | None = None, limit: int =
             "fleet_wide": w.cluster is None,
             "timezone": w.timezone,
         }  # fmt: skip
-        for w, start, end in upcoming(_windows(cluster_name), cluster_name, now, limit)
+        for w, start, end in upcoming(windows, cluster_name, now, limit)
     ]
 
 

@@ -9,7 +9,12 @@ import pytest
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from deployments.freezes import cluster_frozen
+from deployments.freezes import (
+    cluster_freeze_view,
+    cluster_freezes,
+    cluster_frozen,
+    freeze_overrides_open,
+)
 from deployments.models import FreezeWindow
 from tests.clients import api_as
 from tests.release_setup import release_world
@@ -33,9 +38,22 @@ def _freeze_now(user, **extra):
     return api_as(user).post("/api/v1/freezes/", body, format="json")
 
 
+def _page_agrees(name: str = "prod") -> str:
+    """The cluster page's one read of its freezes (`cluster_freeze_view`) says what the
+    checks say each on their own; the frozen text."""
+    now = timezone.now()
+    view = cluster_freeze_view(name, now)
+    assert view["frozen"] == cluster_frozen(name, now)
+    assert view["freezes"] == cluster_freezes(name, now)
+    assert view["overrides"] == freeze_overrides_open(name, now)
+    return view["frozen"]
+
+
 def test_a_frozen_cluster_refuses_a_release_until_a_second_person_approves_an_override(world):
     rita, remy = world["rita"], world["remy"]
+    assert _page_agrees() == ""
     created = _freeze_now(rita)
+    assert _page_agrees().startswith("prod is frozen until ")
     assert created.status_code == 201, created.content
     state = api_as(world["ada"]).get("/api/v1/clusters/prod/freeze/").json()
     assert (
@@ -56,11 +74,13 @@ def test_a_frozen_cluster_refuses_a_release_until_a_second_person_approves_an_ov
                            {"reason": "hotfix for INC-77", "hours": 2}, format="json")  # fmt: skip
     assert asked.status_code == 201 and asked.json()["approved_at"] is None
     assert cluster_frozen("prod")  # asked is not in force
+    assert _page_agrees()
     url = f"/api/v1/freeze-overrides/{asked.json()['id']}/approve/"
     assert api_as(rita).post(url).status_code == 403  # not who asked for it
     approved = api_as(remy).post(url)
     assert approved.status_code == 200 and approved.json()["approved_by"] == "remy"
     assert cluster_frozen("prod") == ""
+    assert _page_agrees() == ""
     assert api_as(remy).post(url).status_code == 409  # once
     started = api_as(rita).post("/api/v1/releases/", start, format="json")
     assert started.status_code == 201, started.content
@@ -79,7 +99,7 @@ def test_weekly_and_fleet_wide_windows_and_what_is_refused(world):
               "end": f"{local + timedelta(hours=1):%H:%M}"}  # fmt: skip
     made = api_as(rita).post("/api/v1/freezes/", weekly, format="json")
     assert made.status_code == 201 and made.json()["cluster"] is None  # every cluster
-    assert "nights" in cluster_frozen("prod")
+    assert "nights" in cluster_frozen("prod") and "nights" in _page_agrees()
     listed = api_as(world["ada"]).get("/api/v1/freezes/?cluster=prod").json()
     assert [w["reason"] for w in listed] == ["nights"]
     bad = [
