@@ -9,6 +9,7 @@ change is audited.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -53,14 +54,18 @@ def override_in_force(cluster_name: str, now: datetime | None = None) -> FreezeO
 def cluster_frozen(cluster_name: str, now: datetime | None = None) -> str:
     """Why `cluster_name` may not start or advance a change now ('' when it may)."""
     now = now or timezone.now()
-    return _frozen_text(_windows(cluster_name), cluster_name, now, override_in_force)
+    return _frozen_text(
+        _windows(cluster_name), cluster_name, now, lambda: override_in_force(cluster_name, now)
+    )
 
 
-def _frozen_text(windows: list[Window], cluster_name: str, now: datetime, in_force) -> str:
-    """`cluster_frozen`'s answer from the windows read; `in_force(cluster_name, now)` is
-    asked only while a window holds."""
+def _frozen_text(
+    windows: list[Window], cluster_name: str, now: datetime, in_force: Callable[[], object]
+) -> str:
+    """`cluster_frozen`'s answer from the windows read; `in_force()` (the override in force,
+    or None) is asked only while a window holds."""
     held = frozen_until(windows, cluster_name, now)
-    if held is None or in_force(cluster_name, now) is not None:
+    if held is None or in_force() is not None:
         return ""
     window, until = held
     return f"{cluster_name} is {describe(window, until)}"
@@ -73,13 +78,9 @@ def cluster_freeze_view(cluster_name: str, now: datetime | None = None) -> dict:
     now = now or timezone.now()
     windows, overrides = _windows(cluster_name), freeze_overrides_open(cluster_name, now)
     approved = [o for o in overrides if o.approved_at is not None and o.expires_at > now]
-
-    def in_force(*_) -> FreezeOverride | None:
-        return max(approved, key=lambda o: o.expires_at, default=None)
-
     return {
         "freezes": _upcoming_rows(windows, cluster_name, now),
-        "frozen": _frozen_text(windows, cluster_name, now, in_force),
+        "frozen": _frozen_text(windows, cluster_name, now, lambda: approved or None),
         "overrides": overrides,
     }
 

@@ -54,3 +54,10 @@ def test_a_tokens_user_reads_its_roles_once(make_user):
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     assert _group_queries(api.get, "/api/v1/models/") == (200, 0)  # no role check: no read
+    # A release start checks her role (then refuses the empty body): one read of her groups.
+    start = lambda url: api.post(url, {}, format="json")  # noqa: E731
+    assert _group_queries(start, "/api/v1/releases/") == (400, 1)
+    ada = make_user("ada", role="algorithm")
+    _, other = api_token_create(user=ada, name="ci")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {other}")
+    assert _group_queries(start, "/api/v1/releases/") == (403, 1)  # not her role
