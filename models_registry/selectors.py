@@ -142,10 +142,13 @@ def version_choices(
     *, per_model: int = CHOICE_VERSIONS_PER_MODEL, limit: int = CHOICE_VERSIONS_MAX
 ) -> list[ModelVersion]:
     """The newest `per_model` versions of each model (by model name, newest first), at most
-    `limit` in all: one query, whatever the registry's size."""
+    `limit` in all: one query, whatever the registry's size. Only what an option shows is
+    read (its id, number, label and model name): not 300 configs and manifests decoded for a
+    form's list."""
     newest = Window(RowNumber(), partition_by=[F("model_id")], order_by=F("version").desc())
     return list(
         ModelVersion.objects.select_related("model")
+        .only("id", "version", "label", "model__name")
         .annotate(newest=newest)
         .filter(newest__lte=per_model)
         .order_by("model__name", "-version")[:limit]

@@ -17,7 +17,7 @@ from deployments.freezes import freeze_window_create
 from deployments.models import Deployment, TritonCluster, TritonNode
 from deployments.services import node_create, serving_state_set
 from models_registry.models import Model
-from models_registry.selectors import CHOICE_VERSIONS_PER_MODEL, version_chosen
+from models_registry.selectors import CHOICE_VERSIONS_PER_MODEL, version_choices, version_chosen
 from releases.models import Release
 from tests.conftest import drop_prefixed
 from tests.listing import Rows
@@ -144,9 +144,14 @@ def test_the_deploy_and_release_forms_list_each_models_newest_and_take_a_typed_o
         assert shown == list(range(13, 13 - per_model, -1)), (url, shown)  # newest first
         assert all(f">listed_{i} v1 (" in page for i in range(1, 13))
         assert 'data-testid="version-typed"' in page
-    few = _queries(client.get, "/clusters/list-prod/")
+    forms = ("/releases/", "/clusters/list-prod/", "/plans/")
+    few = {url: _queries(client.get, url) for url in forms}
     rows.grow(3)
-    assert _queries(client.get, "/clusters/list-prod/") == few
+    assert {url: _queries(client.get, url) for url in forms} == few
+    # An option reads its id, number, label and model name: no config or manifest decoded.
+    assert {"config_text", "config_json", "manifest", "validation", "notes"} <= (
+        version_choices()[0].get_deferred_fields()
+    )
 
     # An older version, not listed, typed as "model vN": deployed as it names (the node is a
     # row only: nothing runs the deployment in this test's transaction).
