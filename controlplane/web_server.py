@@ -1,23 +1,33 @@
-"""The web command: several daphne processes serving the ASGI app on one listening socket.
+"""The web command: several daphne processes serving the ASGI app on one address.
 
 One daphne process runs every page, API call and websocket under one GIL: on a machine with
-several cores the others stay idle while requests queue. This launcher binds the listening
-sockets itself, then starts `SWITCHYARD_WEB_PROCESSES` daphne processes (default: the cores
-this process may use, `cpu_count()` below) that each adopt the same sockets (daphne's
-`-e fd:fileno=N`); the kernel hands each new connection to whichever process accepts first,
-so a busy process takes fewer. Each process is a whole daphne: the request body limits
-(controlplane/daphne_limits.py) apply in each, websockets reach every process's clients
-through the Redis channel layer, and each has its own database pool of
-SWITCHYARD_DATABASE_POOL_SIZE connections.
+several cores the others stay idle while requests queue. This launcher starts
+`SWITCHYARD_WEB_PROCESSES` daphne processes (default: the cores this process may use,
+`cpu_count()` below) and binds, for each process and each address, a listening socket of its
+own with SO_REUSEPORT (daphne adopts it: `-e fd:fileno=N`): the kernel spreads new
+connections over the processes by a hash of each connection's addresses and ports.
+
+One socket shared by every process spread nothing: Twisted accepts every connection waiting
+when it wakes, so the first process awake took a whole burst, and keep-alive clients (a
+proxy's upstream pool, ten API clients) stayed on one process while the others idled
+(bench/README.md, api_scale). A process that exits is started again on the same sockets,
+which the launcher keeps open: the connections the kernel hands them meanwhile wait in
+their queue for the new process, none is refused. Before binding, the launcher checks that
+nothing listens on the address yet (a reuse-port group would otherwise let another server of
+the same user share it silently).
+
+Each process is a whole daphne: the request body limits (controlplane/daphne_limits.py) apply
+in each, websockets reach every process's clients through the Redis channel layer, and each
+has its own database pool of SWITCHYARD_DATABASE_POOL_SIZE connections.
 
     python -m controlplane.web_server -b 127.0.0.1 -p 8000 [--processes N] [daphne options]
     python -m controlplane.web_server -e tcp:port=8000:interface=10.0.0.3 -e ... [...]
 
-A process that exits is started again (after RESTART_AFTER_S); one that exits within
-START_GRACE_S of its start means the app cannot start (settings, database): every process is
-stopped and the launcher exits with its status. SIGTERM or SIGINT stops every process (SIGKILL
-after STOP_GRACE_S); a process whose launcher dies gets SIGTERM from the kernel. Imports no
-app, not even Django: each daphne process loads the settings itself.
+A process that exits within START_GRACE_S of its start means the app cannot start (settings,
+database): every process is stopped and the launcher exits with its status. SIGTERM or SIGINT
+stops every process (SIGKILL after STOP_GRACE_S); a process whose launcher dies gets SIGTERM
+from the kernel. Imports no app, not even Django: each daphne process loads the settings
+itself.
 """
 
 from __future__ import annotations
@@ -73,16 +83,36 @@ def tcp_endpoint(text: str) -> tuple[str, int]:
     return values.get("interface", "0.0.0.0"), int(values["port"])
 
 
-def listen(host: str, port: int) -> socket.socket:
+def _address_free(host: str, port: int) -> None:
+    """Refuse an address something already listens on, as a plain bind would."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        probe.bind((host, port))
+    except OSError as exc:
+        raise SystemExit(f"web_server: cannot listen on {host}:{port}: {exc.strerror}") from None
+    finally:
+        probe.close()
+
+
+def listen_group(host: str, port: int, count: int) -> list[socket.socket]:
+    """`count` listening sockets on one address (SO_REUSEPORT), one per process."""
     if ":" in host:
         raise SystemExit(f"web_server: IPv4 addresses only (daphne adopts those): {host}")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(BACKLOG)
-    sock.setblocking(False)
-    sock.set_inheritable(True)
-    return sock
+    if port:
+        _address_free(host, port)
+    group: list[socket.socket] = []
+    for _ in range(count):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+        port = sock.getsockname()[1]  # port 0: the others join the port the first one got
+        sock.listen(BACKLOG)
+        sock.setblocking(False)
+        sock.set_inheritable(True)
+        group.append(sock)
+    return group
 
 
 def daphne_command(sockets: list[socket.socket], extra: list[str]) -> list[str]:
@@ -107,14 +137,19 @@ def _raise_stop(*_) -> None:
 
 
 class Launcher:
-    """Keeps `count` daphne processes running on the given sockets until told to stop."""
+    """Keeps a daphne process running on each slot's sockets until told to stop."""
 
-    def __init__(self, command: list[str], sockets: list[socket.socket], count: int) -> None:
-        self.command, self.fds, self.count = command, [s.fileno() for s in sockets], count
+    def __init__(self, slots: list[list[socket.socket]], extra: list[str]) -> None:
+        self.slots, self.extra, self.count = slots, extra, len(slots)
         self.children: dict[int, tuple[subprocess.Popen, float]] = {}
 
     def _start(self, slot: int) -> None:
-        proc = subprocess.Popen(self.command, pass_fds=self.fds, preexec_fn=_die_with_parent)
+        sockets = self.slots[slot]
+        proc = subprocess.Popen(
+            daphne_command(sockets, self.extra),
+            pass_fds=[s.fileno() for s in sockets],
+            preexec_fn=_die_with_parent,
+        )
         self.children[slot] = (proc, time.monotonic())
 
     def run(self) -> int:
@@ -169,8 +204,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args, extra = parse(sys.argv[1:] if argv is None else argv)
-    sockets = [listen(host, port) for host, port in args.endpoint]
-    launcher = Launcher(daphne_command(sockets, extra), sockets, processes_wanted(args.processes))
+    count = processes_wanted(args.processes)
+    groups = [listen_group(host, port, count) for host, port in args.endpoint]
+    slots = [[group[slot] for group in groups] for slot in range(count)]  # a socket per address
+    launcher = Launcher(slots, extra)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _raise_stop)
     try:
@@ -181,8 +218,9 @@ def main(argv: list[str] | None = None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_IGN)
         launcher.stop()
-        for sock in sockets:
-            sock.close()
+        for group in groups:
+            for sock in group:
+                sock.close()
 
 
 if __name__ == "__main__":

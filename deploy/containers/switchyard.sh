@@ -1,7 +1,7 @@
 #!/bin/sh
 # The control plane image's entrypoint: one process kind per container.
 #   web                the web command on :8000 (controlplane/web_server.py: one daphne
-#                      process per core, or SWITCHYARD_WEB_PROCESSES, on one socket); applies
+#                      process per core, or SWITCHYARD_WEB_PROCESSES, on one port); applies
 #                      migrations first unless SWITCHYARD_MIGRATE=0; a pool of
 #                      SWITCHYARD_DATABASE_POOL_SIZE (default 10) connections per process;
 #                      not listening on SWITCHYARD_WEB_UNLISTENED_NETWORKS (CIDRs: the

@@ -1,8 +1,10 @@
-"""The web command (controlplane/web_server.py): several daphne processes on one socket.
+"""The web command (controlplane/web_server.py): several daphne processes on one address.
 
-Started as the kits and `make demo` start it, with two processes: both serve; websockets of
-either reach each other's groups through the Redis channel layer; the body limits still apply
-as a body arrives; a process that dies is replaced while the other serves; SIGTERM stops all.
+Started as the kits and `make demo` start it, with two processes: keep-alive connections
+opened at once are spread over both (a socket each, SO_REUSEPORT); websockets of either reach
+each other's groups through the Redis channel layer; the body limits still apply as a body
+arrives; a process that dies is replaced and no connection is lost meanwhile; an address
+something listens on is refused; SIGTERM stops all.
 """
 
 import contextlib
@@ -56,7 +58,36 @@ def _login_answers(port: int, timeout_s: float = 2.0) -> bool:
         return False
 
 
-def test_two_processes_share_the_socket_websockets_limits_restarts_and_stop(make_user, tmp_path):
+def _established_by_process(port: int, pids: set[int]) -> dict[int, int]:
+    """Per process: its established TCP connections on local port `port` (/proc, IPv4)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == port and fields[3] == "01":  # ESTABLISHED
+            inodes.add(fields[9])
+    counts = {}
+    for pid in pids:
+        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        counts[pid] = sum(1 for link in links if link[8:-1] in inodes)  # "socket:[N]"
+    return counts
+
+
+def _keep_alive_spread(port: int, children: set[int], count: int = 20) -> dict[int, int]:
+    """`count` keep-alive connections opened at once, each answered once and held open:
+    how many each process holds."""
+    with contextlib.ExitStack() as held:
+        socks = [
+            held.enter_context(socket.create_connection(("127.0.0.1", port), timeout=30))
+            for _ in range(count)
+        ]
+        for sock in socks:
+            sock.sendall(f"GET /login/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        for sock in socks:
+            assert _answer(sock)[0] == 200
+        return _established_by_process(port, children)
+
+
+def test_two_processes_spread_connections_websockets_limits_restarts_and_stop(make_user, tmp_path):
     from integrations.triton.local import free_ports
 
     (port,) = free_ports(1)
@@ -73,6 +104,13 @@ def test_two_processes_share_the_socket_websockets_limits_restarts_and_stop(make
         wait_for(lambda: _login_answers(port), timeout_s=60, what="the web", proc=launcher, log=log)
         children = _children(launcher.pid)
         assert len(children) == PROCESSES
+        # A burst of keep-alive connections lands on every process (one socket shared by all
+        # gave the first process awake the whole burst); 20 on one of 2 by chance: 2 in 2^20.
+        spread = _keep_alive_spread(port, children)
+        assert sum(spread.values()) == 20 and all(spread.values()), spread
+        # Another server on the same address is refused, not let in beside these.
+        taken = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        assert taken.returncode != 0 and "cannot listen on" in taken.stderr, taken.stderr
 
         # Every socket gets a message sent to its group from here, whichever process holds it.
         origin, url = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}/ws/system/?ticket="
@@ -93,8 +131,9 @@ def test_two_processes_share_the_socket_websockets_limits_restarts_and_stop(make
         seen |= children
         killed = sorted(children)[0]
         os.kill(killed, signal.SIGKILL)
-        # Once the launcher has reaped it (a connection the dying process took from the
-        # shared queue in its last instant is lost with it), the other process serves alone.
+        # Once the launcher has reaped it (a connection the dying process had accepted in its
+        # last instant is lost with it), every connection is answered: by the other process,
+        # or, those the kernel hands the dead one's socket, by its replacement once it starts.
         wait_for(
             lambda: f"process {killed} exited" in log.read_text(),
             timeout_s=60,
@@ -102,7 +141,7 @@ def test_two_processes_share_the_socket_websockets_limits_restarts_and_stop(make
             proc=launcher,
             log=log,
         )
-        for _ in range(20):  # the other process serves meanwhile: each connection answered
+        for _ in range(20):  # each connection answered, none refused or reset
             # (a busy suite on 2 cores may take seconds; what counts is no connection lost)
             assert _login_answers(port, timeout_s=30)
         wait_for(

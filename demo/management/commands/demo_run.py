@@ -71,7 +71,7 @@ def demo_commands(
             f"SWITCHYARD_DATABASE_POOL_SIZE={WEB_POOL_SIZE}",
             py,
             "-m",
-            "controlplane.web_server",  # one daphne process per core, on one socket
+            "controlplane.web_server",  # one daphne process per core, one port
             "-b",
             "127.0.0.1",
             "-p",
