@@ -19,9 +19,9 @@ that same server.
 Then 10 clients, each with one keep-alive connection and an API token, request the main
 read endpoints in turn for 60 s (the bare views among them, so both see the same load).
 Prints per endpoint: requests, errors, p50 and p99 in ms and p99 against the bare view of
-the same kind; the requests per second of all; the web's CPU (every process) and the
-clients' own (they run on the same cores); the schema's time apart (one client, after the
-load: it is large).
+the same kind; the requests per second of all; the web's CPU (all of it and each
+process's: one near 0 means the connections sat on the others) and the clients' own (they
+run on the same cores); the schema's time apart (one client, after the load: it is large).
 
 Goals (2 cores): p99 <= 100 ms per endpoint, >= 300 req/s, and the product's lists within
 1.5x the bare view's p99.
@@ -476,6 +476,29 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(5)
 
 
+def _measured_load(web_pid: int, port: int, names: dict, args) -> tuple:
+    """The load, with the CPU the web used (all of it, and per daphne process: one near 0
+    means the clients' connections sat on the others) and the clients' own."""
+    web_before, client_before = cpu_seconds([web_pid]), resource.getrusage(resource.RUSAGE_SELF)
+    each_before = {pid: cpu_seconds([pid]) for pid in _children(web_pid)}
+    run = load(port, names, args.clients, args.seconds, args.only)
+    web_cpu = cpu_seconds([web_pid]) - web_before
+    each = [cpu_seconds([pid]) - before for pid, before in sorted(each_before.items())]
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    client_cpu = (after.ru_utime - client_before.ru_utime) + (
+        after.ru_stime - client_before.ru_stime
+    )
+    return run, web_cpu, client_cpu, each
+
+
+def _children(pid: int) -> list[int]:
+    """The web command's daphne processes (/proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
 def _free_port() -> int:
     import socket
 
@@ -523,17 +546,12 @@ def main() -> None:
         port = _free_port()
         web = _web(work, port)
         wait_until(lambda: _answers(port, names["token"]), 120, "the web to answer")
-        web_before, client_before = cpu_seconds([web.pid]), resource.getrusage(resource.RUSAGE_SELF)
-        run = load(port, names, args.clients, args.seconds, args.only)
-        web_cpu = cpu_seconds([web.pid]) - web_before
-        after = resource.getrusage(resource.RUSAGE_SELF)
-        client_cpu = (after.ru_utime - client_before.ru_utime) + (
-            after.ru_stime - client_before.ru_stime
-        )
+        run, web_cpu, client_cpu, each = _measured_load(web.pid, port, names, args)
         schema = [
             _get(port, names["token"], "/api/schema/", expect=200, what="schema") for _ in range(5)
         ]
         report(run, names, web_cpu, client_cpu, schema, args.only)
+        print("web CPU per process: " + ", ".join(f"{seconds:.1f} s" for seconds in each))
     finally:
         if web is not None:
             _stop(web)
