@@ -67,7 +67,10 @@ def _established_by_process(port: int, pids: set[int]) -> dict[int, int]:
             inodes.add(fields[9])
     counts = {}
     for pid in pids:
-        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        links = []
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):  # closed meanwhile (a database connection)
+                links.append(os.readlink(fd))
         counts[pid] = sum(1 for link in links if link[8:-1] in inodes)  # "socket:[N]"
     return counts
 
