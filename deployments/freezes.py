@@ -14,6 +14,7 @@ from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.errors import Forbidden, Refused
@@ -40,12 +41,15 @@ def _windows(cluster_name: str | None = None) -> list[Window]:
     return [_window(r) for r in rows]
 
 
+def _in_force(now: datetime) -> Q:
+    """An override approved and not yet expired at `now`."""
+    return Q(approved_at__isnull=False, expires_at__gt=now)
+
+
 def override_in_force(cluster_name: str, now: datetime | None = None) -> FreezeOverride | None:
     now = now or timezone.now()
     return (
-        FreezeOverride.objects.filter(
-            cluster__name=cluster_name, approved_at__isnull=False, expires_at__gt=now
-        )  # fmt: skip
+        FreezeOverride.objects.filter(_in_force(now), cluster__name=cluster_name)
         .order_by("-expires_at")
         .first()
     )
@@ -77,7 +81,7 @@ def cluster_freeze_view(cluster_name: str, now: datetime | None = None) -> dict:
     `cluster_frozen`'s answer, "overrides": `freeze_overrides_open`'s}."""
     now = now or timezone.now()
     windows, overrides = _windows(cluster_name), freeze_overrides_open(cluster_name, now)
-    approved = [o for o in overrides if o.approved_at is not None and o.expires_at > now]
+    approved = [o for o in overrides if o.approved_at is not None]  # the open ones are in force
     return {
         "freezes": _upcoming_rows(windows, cluster_name, now),
         "frozen": _frozen_text(windows, cluster_name, now, lambda: approved or None),
@@ -208,4 +212,4 @@ def freeze_overrides_open(cluster_name: str, now: datetime | None = None) -> lis
         "requested_by", "approved_by"
     )
     waiting = rows.filter(approved_at__isnull=True, created_at__gt=now - timedelta(days=1))
-    return list(waiting | rows.filter(approved_at__isnull=False, expires_at__gt=now))
+    return list(waiting | rows.filter(_in_force(now)))
