@@ -58,7 +58,13 @@ DEPLOYMENTS, BENCHMARKS, ALERTS = 2_000, 2_000, 500
 DAYS, HOURS = 365, 48
 WEB_POOL = "10"
 sys.path.insert(0, str(ROOT))
-from bench.common import DB_SERVER, cpu_seconds, throwaway_database, wait_until  # noqa: E402
+from bench.common import (  # noqa: E402
+    DB_SERVER,
+    child_pids,
+    cpu_seconds,
+    throwaway_database,
+    wait_until,
+)
 
 
 def _environment(work: Path) -> None:
@@ -480,7 +486,7 @@ def _measured_load(web_pid: int, port: int, names: dict, args) -> tuple:
     """The load, with the CPU the web used (all of it, and per daphne process: one near 0
     means the clients' connections sat on the others) and the clients' own."""
     web_before, client_before = cpu_seconds([web_pid]), resource.getrusage(resource.RUSAGE_SELF)
-    each_before = {pid: cpu_seconds([pid]) for pid in _children(web_pid)}
+    each_before = {pid: cpu_seconds([pid]) for pid in child_pids(web_pid)}
     run = load(port, names, args.clients, args.seconds, args.only)
     web_cpu = cpu_seconds([web_pid]) - web_before
     each = [cpu_seconds([pid]) - before for pid, before in sorted(each_before.items())]
@@ -489,14 +495,6 @@ def _measured_load(web_pid: int, port: int, names: dict, args) -> tuple:
         after.ru_stime - client_before.ru_stime
     )
     return run, web_cpu, client_cpu, each
-
-
-def _children(pid: int) -> list[int]:
-    """The web command's daphne processes (/proc)."""
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
 
 
 def _free_port() -> int:

@@ -96,6 +96,14 @@ def bench_redis(db: int):
     return redis.Redis.from_url(f"redis://127.0.0.1:6379/{db}")
 
 
+def child_pids(pid: int) -> set[int]:
+    """The processes `pid` started that still run (/proc), e.g. the web command's daphnes."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
 def cpu_seconds(root_pids: list[int]) -> float:
     """User + system CPU seconds of these processes and all their living descendants, now
     (read from /proc)."""

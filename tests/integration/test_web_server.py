@@ -24,6 +24,7 @@ from django.conf import settings
 from websockets.sync.client import connect
 
 from accounts.services import ws_ticket_create
+from bench.common import child_pids
 from console.events import SYSTEM_GROUP, system_event
 from controlplane import db_pool, web_server
 from tests.conftest import ROOT, child_environment, in_thread, stop_process, wait_for
@@ -33,13 +34,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 PROCESSES = 2
 SOCKETS = 8
-
-
-def _children(pid: int) -> set[int]:
-    found = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found |= {int(c) for c in (task / "children").read_text().split()}
-    return found
 
 
 def _alive(pid: int) -> bool:
@@ -105,7 +99,7 @@ def test_two_processes_spread_connections_websockets_limits_restarts_and_stop(ma
     seen: set[int] = set()  # every daphne process it ran, the killed one too
     try:
         wait_for(lambda: _login_answers(port), timeout_s=60, what="the web", proc=launcher, log=log)
-        children = _children(launcher.pid)
+        children = child_pids(launcher.pid)
         assert len(children) == PROCESSES
         # A burst of keep-alive connections lands on every process (one socket shared by all
         # gave the first process awake the whole burst); 20 on one of 2 by chance: 2 in 2^20.
@@ -148,13 +142,13 @@ def test_two_processes_spread_connections_websockets_limits_restarts_and_stop(ma
             # (a busy suite on 2 cores may take seconds; what counts is no connection lost)
             assert _login_answers(port, timeout_s=30)
         wait_for(
-            lambda: len(_children(launcher.pid) - {killed}) == PROCESSES,
+            lambda: len(child_pids(launcher.pid) - {killed}) == PROCESSES,
             timeout_s=60,
             what="a new process in place of the killed one",
             proc=launcher,
             log=log,
         )
-        children = _children(launcher.pid)
+        children = child_pids(launcher.pid)
         seen |= children
         assert _login_answers(port)
 
